@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The extern "C" launchers the host code calls.  Kernels only ever see device pointers and
+ * plain structs; they never call the host.  Each launcher returns the CUDA status of the launch.
+ */
+#ifndef NCCLX_KERNELS_H_
+#define NCCLX_KERNELS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Fills bytes of device memory at dst with the 32-bit pattern: the byte at address a gets
+ * byte (a % 4) of pattern (little endian), so every aligned 32-bit word reads back as pattern
+ * whatever the alignment of dst.  Used to poison receive areas and to reset counters;
+ * capturable in a CUDA graph.
+ */
+cudaError_t ncclx_launch_fill(void *dst, size_t bytes, uint32_t pattern, cudaStream_t stream);
+
+/**
+ * Loads every libncclx kernel module now, so that no launch after init triggers lazy module
+ * loading (which allocates device memory).
+ */
+cudaError_t ncclx_kernels_load(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCLX_KERNELS_H_ */

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * EP group dimensions: the one place that says how big a message, a slot and a handle are.
+ * docs/plan-sizing.md gives the same formulas in prose.
+ */
+#include "error.h"
+#include "plan_internal.h"
+
+/* Largest token row on the wire over the enabled recipes and dtypes. */
+static size_t ncclx_payload_bytes(const ncclxEpGroupPlan_t *g)
+{
+    size_t best = 0, candidate;
+    if (g->recipes & (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_MXFP8)) {
+        uint32_t max_bits = 0;
+        for (int t = 0; t < NCCLX_NUM_DATA_TYPES; t++) {
+            uint32_t bits = ncclx_dtype_bits((ncclxDataType_t)t);
+            if ((g->token_dtypes & NCCLX_DTYPE_BIT(t)) && bits > max_bits) {
+                max_bits = bits;
+            }
+        }
+        candidate = (size_t)g->hidden * max_bits / 8;
+        best = candidate > best ? candidate : best;
+    }
+    if (g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) {
+        candidate = ncclx_align_up(g->max_token_bytes, 16) + ncclx_align_up(g->max_scale_bytes, 16);
+        best = candidate > best ? candidate : best;
+    }
+    if (g->recipes & NCCLX_EP_RECIPE_FP8) {
+        /* E4M3 row + one float32 scale per 128 elements. */
+        candidate = ncclx_align_up(g->hidden, 16) + ncclx_align_up((size_t)g->hidden / 128 * 4, 16);
+        best = candidate > best ? candidate : best;
+    }
+    return ncclx_align_up(best, 16);
+}
+
+static size_t ncclx_handle_bytes(const ncclx_ep_dims_t *d, const ncclxEpGroupPlan_t *g, int ll)
+{
+    /* Routing: destination slot of each top-k entry; counts per rank (send, receive) and
+     * per local expert; LL expert-major: position of each received (source, slot) per local
+     * expert; HT: source of each receive slot and expert offsets (+1 for the total). */
+    size_t bytes = ncclx_align_up((size_t)d->tokens * d->topk * 4, 16);
+    size_t map = 0;
+    bytes += 2 * ncclx_align_up((size_t)d->ranks * 4, 16);
+    bytes += ncclx_align_up((size_t)d->local_experts * 4, 16);
+    if (ll && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
+        map = (size_t)d->local_experts * d->ranks * d->tokens * 4;
+    } else if (!ll) {
+        map = (size_t)d->recv_slots * 4 + ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16);
+    }
+    bytes += ncclx_align_up(map, 16);
+    return ncclx_align_up(bytes, NCCLX_DEVICE_ALIGN);
+}
+
+ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam_t *team,
+                                    uint32_t gi, ncclx_ep_dims_t *d)
+{
+    int ll = g->algorithm == NCCLX_EP_ALGO_LL;
+    uint64_t recv_slots;
+    d->ranks = team->num_ranks;
+    d->local_experts = g->num_experts / team->num_ranks;
+    d->tokens = g->max_dispatch_tokens_per_rank;
+    d->topk = g->max_topk;
+    d->hidden = g->hidden;
+    recv_slots = (uint64_t)d->ranks * d->tokens;
+    if (!ll && g->max_recv_tokens_per_rank != 0) {
+        recv_slots = g->max_recv_tokens_per_rank;
+    }
+    if (recv_slots > UINT32_MAX) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan.ep_groups[%u]: ranks * "
+                           "max_dispatch_tokens_per_rank = %llu receive slots exceeds 2^32-1; "
+                           "set max_recv_tokens_per_rank", gi, (unsigned long long)recv_slots);
+    }
+    d->recv_slots = (uint32_t)recv_slots;
+    if (ll && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
+        d->combine_slots = d->topk; /* weights are applied per (token, expert) at the receiver */
+    } else {
+        d->combine_slots = d->topk < d->ranks ? d->topk : d->ranks; /* one row per rank */
+    }
+    d->payload_bytes = ncclx_payload_bytes(g);
+    d->dispatch_msg_bytes = NCCLX_EP_MSG_HEADER_BYTES +
+                            ncclx_align_up((size_t)d->topk * NCCLX_EP_TOPK_ENTRY_BYTES, 16) +
+                            d->payload_bytes;
+    d->combine_elem_bytes = (g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_FLOAT32)) ? 4 : 2;
+    d->combine_slot_bytes = ncclx_align_up((size_t)d->hidden * d->combine_elem_bytes, 16);
+    d->handle_bytes = ncclx_handle_bytes(d, g, ll);
+    return ncclxSuccess;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The plan as the library sees it: imported (defaults filled, versions reconciled),
+ * validated, and turned into dimensions and regions.  One layout function places every
+ * region; with measuring arenas it gives the sizes (ncclxPlanComputeSizes), with real arenas
+ * the addresses (init).
+ */
+#ifndef NCCLX_LIB_PLAN_INTERNAL_H_
+#define NCCLX_LIB_PLAN_INTERNAL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ncclx/plan.h>
+
+#include "arena.h"
+
+/** A plan copied into library-sized structs. */
+typedef struct {
+    ncclxPlan_t plan;
+    ncclxTeam_t team;
+    uint32_t num_groups;
+    ncclxEpGroupPlan_t groups[NCCLX_MAX_EP_GROUPS];
+} ncclx_plan_norm_t;
+
+/** Everything a group's buffers are sized from, derived once from its plan and the team. */
+typedef struct {
+    uint32_t ranks;               /* R */
+    uint32_t local_experts;       /* L = num_experts / R */
+    uint32_t tokens;              /* T = max_dispatch_tokens_per_rank */
+    uint32_t topk;                /* K = max_topk */
+    uint32_t hidden;              /* H */
+    uint32_t recv_slots;          /* HT: S, receive slots; LL: R * T */
+    uint32_t combine_slots;       /* combine rows received per token */
+    size_t payload_bytes;         /* P: largest token row on the wire, 16-byte multiple */
+    size_t dispatch_msg_bytes;    /* M: header + top-k entries + P */
+    size_t combine_elem_bytes;    /* C: 4 if FP32 tokens are enabled, else 2 */
+    size_t combine_slot_bytes;    /* align16(H * C) */
+    size_t handle_bytes;          /* one handle's private device memory (stride) */
+} ncclx_ep_dims_t;
+
+/* Fixed parts of the message and state formats (see docs/plan-sizing.md). */
+#define NCCLX_EP_MSG_HEADER_BYTES 16u   /* source token index, top-k count, epoch */
+#define NCCLX_EP_TOPK_ENTRY_BYTES 8u    /* int32 expert id + float32 weight */
+#define NCCLX_EP_SIGNAL_BYTES 16u       /* per source rank: dispatch count + combine flag */
+#define NCCLX_EP_LL_BUFFERS 2u          /* LL receive areas are double-buffered */
+#define NCCLX_EP_DEV_STATE_BYTES 256u   /* per group: epochs, sequence numbers, error word */
+#define NCCLX_STATUS_BYTES 64u          /* mapped host status block (async error flag, ...) */
+
+/** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
+#define NCCLX_NO_REGION SIZE_MAX
+typedef struct {
+    size_t dispatch_recv;    /* symmetric */
+    size_t combine_recv;     /* symmetric */
+    size_t signals;          /* symmetric */
+    size_t state;            /* device */
+    size_t mask;             /* device, LL with enable_mask */
+    size_t handles;          /* device, num_handles * dims.handle_bytes */
+    size_t status;           /* mapped host */
+    size_t host_group;       /* host: the group struct */
+    size_t host_handles;     /* host: num_handles handle structs */
+    size_t host_pool;        /* host: pool bookkeeping */
+} ncclx_ep_group_regions_t;
+
+typedef struct {
+    size_t m2n_staging;      /* symmetric */
+    size_t peer_table;       /* device: lsa_size base pointers */
+    size_t status;           /* mapped host: context status */
+    ncclx_ep_group_regions_t groups[NCCLX_MAX_EP_GROUPS];
+} ncclx_plan_regions_t;
+
+/** One carved region, reported to a layout's visitor. */
+typedef struct {
+    ncclxMemClass_t mem_class;
+    int group;        /* -1: context-wide */
+    const char *name;
+    size_t offset;
+    size_t bytes;     /* count * each */
+    size_t each;      /* bytes of one element when the region is an array of objects */
+    uint32_t count;
+} ncclx_region_t;
+
+typedef void (*ncclx_region_visitor_t)(const ncclx_region_t *region, void *ctx);
+
+typedef struct {
+    ncclx_arena_t arena[NCCLX_MEM_NUM_CLASSES];
+    ncclx_region_visitor_t visit; /* may be NULL */
+    void *ctx;
+    uint32_t num_regions;
+    size_t per_handle[NCCLX_MEM_NUM_CLASSES]; /* largest handle seen, per class */
+} ncclx_layout_t;
+
+/** A layout over measuring arenas (sizing). */
+void ncclx_layout_init_measure(ncclx_layout_t *layout, ncclx_region_visitor_t visit, void *ctx);
+
+/** Imports plan and team (NULL team = 1 rank, 1 node) into *norm, then validates them. */
+ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team,
+                                ncclx_plan_norm_t *norm);
+
+/** Validates an imported plan; the error names the first bad field. */
+ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
+
+/** Dimensions of group (already validated) on team. */
+ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *group, const ncclxTeam_t *team,
+                                    uint32_t group_index, ncclx_ep_dims_t *dims);
+
+/** Places every region of norm into layout's arenas, in a fixed order. */
+ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
+                                ncclx_plan_regions_t *regions);
+
+/** Size of one element of dtype in bits (one FP4 value of FP4x2: 4 bits). */
+uint32_t ncclx_dtype_bits(ncclxDataType_t dtype);
+
+#endif /* NCCLX_LIB_PLAN_INTERNAL_H_ */

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Places every region of a plan, in a fixed order, into the four class arenas.  The same
+ * function sizes a plan (measuring arenas) and lays it out at init (real arenas).
+ */
+#include <stdio.h>
+
+#include "ep_group.h"
+#include "error.h"
+#include "plan_internal.h"
+#include "pool.h"
+
+static const size_t ncclx_class_align[NCCLX_MEM_NUM_CLASSES] = {
+    [NCCLX_MEM_SYMMETRIC] = NCCLX_DEVICE_ALIGN,
+    [NCCLX_MEM_DEVICE] = NCCLX_DEVICE_ALIGN,
+    [NCCLX_MEM_MAPPED_HOST] = NCCLX_HOST_ALIGN,
+    [NCCLX_MEM_HOST] = NCCLX_HOST_ALIGN,
+};
+
+void ncclx_layout_init_measure(ncclx_layout_t *layout, ncclx_region_visitor_t visit, void *ctx)
+{
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        ncclx_arena_init_measure(&layout->arena[c], ncclxMemClassName((ncclxMemClass_t)c));
+        layout->per_handle[c] = 0;
+    }
+    layout->visit = visit;
+    layout->ctx = ctx;
+    layout->num_regions = 0;
+}
+
+/* Reserves count objects of each bytes in mem_class; *offset = NCCLX_NO_REGION if empty. */
+static ncclxResult_t ncclx_reserve(ncclx_layout_t *layout, ncclxMemClass_t mem_class, int group,
+                                   const char *name, size_t each, uint32_t count, size_t *offset)
+{
+    ncclx_region_t region = {mem_class, group, name, 0, 0, each, count};
+    char what[96];
+    if (each == 0 || count == 0) {
+        *offset = NCCLX_NO_REGION;
+        return ncclxSuccess;
+    }
+    if (!ncclx_size_mul(each, count, &region.bytes)) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan: %s of group %d: %u x %zu bytes overflows",
+                           name, group, count, each);
+    }
+    snprintf(what, sizeof(what), group < 0 ? "%s" : "%s of EP group %d", name, group);
+    NCCLX_CHECK(ncclx_arena_carve(&layout->arena[mem_class], region.bytes,
+                                  ncclx_class_align[mem_class], what, &region.offset, NULL));
+    *offset = region.offset;
+    layout->num_regions++;
+    if (layout->visit != NULL) {
+        layout->visit(&region, layout->ctx);
+    }
+    return ncclxSuccess;
+}
+
+/* Bytes of a product of sizes, or an error naming the region. */
+static ncclxResult_t ncclx_product(size_t a, size_t b, size_t c, const char *name, int group,
+                                   size_t *out)
+{
+    size_t ab;
+    if (!ncclx_size_mul(a, b, &ab) || !ncclx_size_mul(ab, c, out)) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan: %s of EP group %d overflows 64 bits",
+                           name, group);
+    }
+    return ncclxSuccess;
+}
+
+static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, int ll,
+                                               const ncclx_ep_dims_t *d,
+                                               ncclx_ep_group_regions_t *r)
+{
+    size_t buffers = ll ? NCCLX_EP_LL_BUFFERS : 1, bytes;
+    NCCLX_CHECK(ncclx_product(buffers, d->recv_slots, d->dispatch_msg_bytes,
+                              "dispatch receive area", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch receive area", bytes,
+                              1, &r->dispatch_recv));
+    NCCLX_CHECK(ncclx_product(buffers, (size_t)d->tokens * d->combine_slots,
+                              d->combine_slot_bytes, "combine receive area", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine receive area", bytes, 1,
+                              &r->combine_recv));
+    NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
+    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals);
+}
+
+static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
+                                           const ncclxEpGroupPlan_t *g, const ncclxTeam_t *team,
+                                           ncclx_ep_group_regions_t *r)
+{
+    ncclx_ep_dims_t d;
+    int ll = g->algorithm == NCCLX_EP_ALGO_LL;
+    NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
+    NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, &d, r));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state",
+                              NCCLX_EP_DEV_STATE_BYTES, 1, &r->state));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",
+                              g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1,
+                              &r->mask));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "handle routing", d.handle_bytes,
+                              g->num_handles, &r->handles));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, gi, "group status",
+                              NCCLX_STATUS_BYTES, 1, &r->status));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "group", sizeof(ncclx_ep_group_t), 1,
+                              &r->host_group));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handles", sizeof(ncclx_ep_handle_t),
+                              g->num_handles, &r->host_handles));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handle pool bookkeeping",
+                              ncclx_pool_bookkeeping_bytes(g->num_handles), 1, &r->host_pool));
+    if (d.handle_bytes > layout->per_handle[NCCLX_MEM_DEVICE]) {
+        layout->per_handle[NCCLX_MEM_DEVICE] = d.handle_bytes;
+    }
+    if (sizeof(ncclx_ep_handle_t) > layout->per_handle[NCCLX_MEM_HOST]) {
+        layout->per_handle[NCCLX_MEM_HOST] = sizeof(ncclx_ep_handle_t);
+    }
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
+                                ncclx_plan_regions_t *regions)
+{
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N staging",
+                              norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "LSA peer pointer table",
+                              sizeof(void *), norm->team.lsa_size, &regions->peer_table));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "context status",
+                              NCCLX_STATUS_BYTES, 1, &regions->status));
+    for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
+        NCCLX_CHECK(ncclx_layout_ep_group(layout, (int)gi, &norm->groups[gi], &norm->team,
+                                          &regions->groups[gi]));
+    }
+    return ncclxSuccess;
+}
