@@ -25,6 +25,7 @@ typedef struct {
 } ncclx_env_decl_t;
 
 static const char *const ncclx_debug_levels[] = {"NONE", "WARN", "INFO", "TRACE", NULL};
+static const char *const ncclx_bind_choices[] = {"AUTO", "NONE", NULL};
 
 static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG] = {"NCCLX_DEBUG", "WARN",
@@ -33,6 +34,17 @@ static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG_FILE] = {"NCCLX_DEBUG_FILE", "",
                               "log to this file instead of stderr (%h: host name, %p: pid)",
                               NCCLX_ENV_KIND_STRING, NULL, 0, 0},
+    [NCCLX_ENV_BIND] = {"NCCLX_BIND", "AUTO",
+                        "CPU/memory binding near the GPU: AUTO (unless the launcher bound the "
+                        "process) or NONE",
+                        NCCLX_ENV_KIND_CHOICE, ncclx_bind_choices, 0, 0},
+    [NCCLX_ENV_CUDA_DEVICE] = {"NCCLX_CUDA_DEVICE", "",
+                               "CUDA device index to use (default: the local rank among the "
+                               "visible devices)",
+                               NCCLX_ENV_KIND_UINT, NULL, 0, 1023},
+    [NCCLX_ENV_FENCE_TIMEOUT_S] = {"NCCLX_FENCE_TIMEOUT_S", "300",
+                                   "seconds a PMIx fence may take at init before failing",
+                                   NCCLX_ENV_KIND_UINT, NULL, 1, 86400},
 };
 
 const char *ncclx_env_raw(ncclx_env_id_t id)
@@ -111,6 +123,10 @@ ncclxResult_t ncclx_env_get_uint(ncclx_env_id_t id, uint64_t *value)
     uint64_t parsed = 0;
     if (raw == NULL) {
         raw = decl->default_value;
+    }
+    if (raw[0] == '\0') {
+        *value = 0; /* unset, and no default */
+        return ncclxSuccess;
     }
     if (!ncclx_parse_uint(raw, &parsed)) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s='%s' is not an unsigned decimal integer",

@@ -15,6 +15,9 @@
 typedef enum {
     NCCLX_ENV_DEBUG = 0,
     NCCLX_ENV_DEBUG_FILE,
+    NCCLX_ENV_BIND,
+    NCCLX_ENV_CUDA_DEVICE,
+    NCCLX_ENV_FENCE_TIMEOUT_S,
     NCCLX_ENV_NUM_VARS
 } ncclx_env_id_t;
 
@@ -30,7 +33,8 @@ ncclxResult_t ncclx_env_get_choice(ncclx_env_id_t id, int *index);
 
 /**
  * Parses an unsigned decimal variable within the declared bounds.  *value receives the
- * default when unset.  Garbage or out of range -> ncclxInvalidArgument naming the variable.
+ * default when unset (0 for a variable whose default is unset: test ncclx_env_raw() first).
+ * Garbage or out of range -> ncclxInvalidArgument naming the variable.
  */
 ncclxResult_t ncclx_env_get_uint(ncclx_env_id_t id, uint64_t *value);
 

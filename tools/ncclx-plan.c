@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
+ * the DeepSeek-V3-sized plan (an LL decode group and an HT prefill group) for 8 to 64 ranks.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ncclx.h>
+
+typedef struct {
+    uint32_t experts, hidden, topk, ll_tokens, ht_tokens, ht_recv, handles, nodes;
+    uint32_t ranks; /* 0: sweep 8..64 */
+    uint64_t m2n_bytes;
+    int fp8, mask, regions;
+} plan_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ncclx-plan [options]\n"
+            "Prints the bytes per rank and memory class that libncclx would allocate at init.\n"
+            "Defaults are DeepSeek-V3 sized: one LL group (decode) and one HT group (prefill).\n"
+            "  --experts N      global experts (256)\n"
+            "  --hidden N       hidden size (7168)\n"
+            "  --topk N         top-k (8)\n"
+            "  --ll-tokens N    LL tokens per rank, 0 = no LL group (128)\n"
+            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (4096)\n"
+            "  --ht-recv N      HT receive slots per rank (0 = ranks * ht-tokens, the worst case)\n"
+            "  --handles N      handles per group (4)\n"
+            "  --ranks N        ranks; default: a sweep over 8, 16, 32, 64\n"
+            "  --nodes N        nodes (ranks / 8, at least 1)\n"
+            "  --m2n BYTES      M2N staging bytes (0)\n"
+            "  --no-fp8         LL without the FP8 recipe\n"
+            "  --no-mask        LL without the active mask\n"
+            "  --regions        list every region (for one --ranks value)\n"
+            "  --help\n");
+}
+
+static int parse_u64(const char *name, const char *text, uint64_t max, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0' || value > max) {
+        fprintf(stderr, "ncclx-plan: --%s '%s' is not an integer in [0, %" PRIu64 "]\n", name,
+                text, max);
+        return 0;
+    }
+    *out = value;
+    return 1;
+}
+
+static const char *option_name(const struct option *longopts, int val)
+{
+    for (; longopts->name != NULL; longopts++) {
+        if (longopts->val == val) {
+            return longopts->name;
+        }
+    }
+    return "?";
+}
+
+static int parse_options(int argc, char **argv, plan_options_t *o)
+{
+    static const struct option longopts[] = {
+        {"experts", 1, NULL, 'e'}, {"hidden", 1, NULL, 'H'},   {"topk", 1, NULL, 'k'},
+        {"ll-tokens", 1, NULL, 'l'}, {"ht-tokens", 1, NULL, 't'}, {"ht-recv", 1, NULL, 'r'},
+        {"handles", 1, NULL, 'h'}, {"ranks", 1, NULL, 'n'},   {"nodes", 1, NULL, 'N'},
+        {"m2n", 1, NULL, 'm'},     {"no-fp8", 0, NULL, 'F'},  {"no-mask", 0, NULL, 'M'},
+        {"regions", 0, NULL, 'R'}, {"help", 0, NULL, '?'},    {NULL, 0, NULL, 0}};
+    uint32_t *targets[128] = {0};
+    int c;
+    targets['e'] = &o->experts;
+    targets['H'] = &o->hidden;
+    targets['k'] = &o->topk;
+    targets['l'] = &o->ll_tokens;
+    targets['t'] = &o->ht_tokens;
+    targets['r'] = &o->ht_recv;
+    targets['h'] = &o->handles;
+    targets['n'] = &o->ranks;
+    targets['N'] = &o->nodes;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        uint64_t value;
+        if (c == 'F') {
+            o->fp8 = 0;
+        } else if (c == 'M') {
+            o->mask = 0;
+        } else if (c == 'R') {
+            o->regions = 1;
+        } else if (c == 'm') {
+            if (!parse_u64("m2n", optarg, UINT64_MAX, &o->m2n_bytes)) {
+                return 0;
+            }
+        } else if (c > 0 && c < 128 && targets[c] != NULL) {
+            if (!parse_u64(option_name(longopts, c), optarg, UINT32_MAX, &value)) {
+                return 0;
+            }
+            *targets[c] = (uint32_t)value;
+        } else {
+            usage(c == '?' && strcmp(argv[optind - 1], "--help") == 0 ? stdout : stderr);
+            return 0;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ncclx-plan: unexpected argument '%s'\n", argv[optind]);
+        return 0;
+    }
+    return 1;
+}
+
+/* Fills the groups the options ask for; returns how many. */
+static uint32_t build_groups(const plan_options_t *o, ncclxEpGroupPlan_t groups[2])
+{
+    uint32_t n = 0;
+    const ncclxEpGroupPlan_t init = NCCLX_EP_GROUP_PLAN_INIT;
+    if (o->ll_tokens > 0) {
+        ncclxEpGroupPlan_t *g = &groups[n++];
+        *g = init;
+        g->algorithm = NCCLX_EP_ALGO_LL;
+        g->layouts = NCCLX_EP_LAYOUT_EXPERT_MAJOR | NCCLX_EP_LAYOUT_RANK_MAJOR;
+        g->recipes = NCCLX_EP_RECIPE_NONE | (o->fp8 ? NCCLX_EP_RECIPE_FP8 : 0);
+        g->max_dispatch_tokens_per_rank = o->ll_tokens;
+        g->enable_mask = (uint32_t)o->mask;
+    }
+    if (o->ht_tokens > 0) {
+        ncclxEpGroupPlan_t *g = &groups[n++];
+        *g = init;
+        g->algorithm = NCCLX_EP_ALGO_HT;
+        g->layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+        g->recipes = NCCLX_EP_RECIPE_NONE;
+        g->max_dispatch_tokens_per_rank = o->ht_tokens;
+        g->max_recv_tokens_per_rank = o->ht_recv;
+        g->expert_alignment = 128;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        groups[i].num_experts = o->experts;
+        groups[i].hidden = o->hidden;
+        groups[i].max_topk = o->topk;
+        groups[i].token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
+        groups[i].num_handles = o->handles;
+    }
+    return n;
+}
+
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static int report(const plan_options_t *o, uint32_t ranks, int header)
+{
+    ncclxEpGroupPlan_t groups[2];
+    const ncclxEpGroupPlan_t *group_ptrs[2] = {&groups[0], &groups[1]};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    ncclxResult_t res;
+    plan.num_ep_groups = build_groups(o, groups);
+    plan.ep_groups = group_ptrs;
+    plan.m2n_staging_bytes = o->m2n_bytes;
+    team.num_ranks = ranks;
+    team.num_nodes = o->nodes != 0 ? o->nodes : (ranks >= 8 ? ranks / 8 : 1);
+    team.lsa_size = ranks / team.num_nodes;
+    res = ncclxPlanComputeSizes(&plan, &team, &sizes);
+    if (res != ncclxSuccess) {
+        fprintf(stderr, "ncclx-plan: %s: %s\n", ncclxGetErrorString(res), ncclxGetLastError());
+        return 0;
+    }
+    if (header) {
+        printf("# libncclx plan: experts=%u hidden=%u topk=%u ll_tokens=%u ht_tokens=%u "
+               "ht_recv=%u handles=%u m2n=%" PRIu64 " (MiB per rank)\n",
+               o->experts, o->hidden, o->topk, o->ll_tokens, o->ht_tokens, o->ht_recv,
+               o->handles, o->m2n_bytes);
+        printf("%6s %6s %6s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
+               "device", "mapped_host", "host", "per_handle");
+    }
+    printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f\n", ranks, team.num_nodes,
+           team.lsa_size, mib(sizes.total[NCCLX_MEM_SYMMETRIC]), mib(sizes.total[NCCLX_MEM_DEVICE]),
+           mib(sizes.total[NCCLX_MEM_MAPPED_HOST]), mib(sizes.total[NCCLX_MEM_HOST]),
+           mib(sizes.per_handle[NCCLX_MEM_DEVICE]));
+    if (o->regions) {
+        printf("\n");
+        return ncclxPlanPrint(&plan, &team, stdout) == ncclxSuccess;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    plan_options_t o = {256, 7168, 8, 128, 4096, 0, 4, 0, 0, 0, 1, 1, 0};
+    static const uint32_t sweep[] = {8, 16, 32, 64};
+    if (!parse_options(argc, argv, &o)) {
+        return 2;
+    }
+    if (o.ranks != 0) {
+        return report(&o, o.ranks, 1) ? 0 : 1;
+    }
+    for (size_t i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++) {
+        if (!report(&o, sweep[i], i == 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
