@@ -8,6 +8,7 @@
  *   plan.h     the plan: everything the library will ever allocate, declared up front
  *   log.h      logging level, destination and callback
  *   env.h      the NCCLX_* environment variables
+ *   init.h     contexts: ncclxInit, ncclxInitWithComm, ncclxFinalize
  */
 #ifndef NCCLX_H_
 #define NCCLX_H_
@@ -18,5 +19,6 @@
 #include <ncclx/plan.h>
 #include <ncclx/log.h>
 #include <ncclx/env.h>
+#include <ncclx/init.h>
 
 #endif /* NCCLX_H_ */

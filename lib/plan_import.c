@@ -46,7 +46,7 @@ uint32_t ncclx_dtype_bits(ncclxDataType_t dtype)
 }
 
 #define GROUP_FIELD_ERROR(gi, field, fmt, ...)                                                \
-    NCCLX_ERROR(ncclxInvalidArgument, "plan.ep_groups[%u]->" field " " fmt, (gi), __VA_ARGS__)
+    NCCLX_ERROR(ncclxInvalidArgument, "plan.ep_groups[%u]->" field fmt, (gi), __VA_ARGS__)
 
 static ncclxResult_t ncclx_check_team(const ncclxTeam_t *team)
 {
@@ -109,10 +109,12 @@ static ncclxResult_t ncclx_check_recipes(const ncclxEpGroupPlan_t *g, uint32_t g
             return GROUP_FIELD_ERROR(gi, "max_token_bytes", "=%u: QUANT_FWD needs the row size in "
                                      "bytes, a non-zero multiple of 16", g->max_token_bytes);
         }
-    } else if (g->max_token_bytes != 0 || g->max_scale_bytes != 0) {
-        return GROUP_FIELD_ERROR(gi, "max_token_bytes", "=%u (max_scale_bytes=%u): only "
-                                 "meaningful with NCCLX_EP_RECIPE_QUANT_FWD; leave 0",
-                                 g->max_token_bytes, g->max_scale_bytes);
+    } else if (g->max_token_bytes != 0) {
+        return GROUP_FIELD_ERROR(gi, "max_token_bytes", "=%u: only meaningful with "
+                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0", g->max_token_bytes);
+    } else if (g->max_scale_bytes != 0) {
+        return GROUP_FIELD_ERROR(gi, "max_scale_bytes", "=%u: only meaningful with "
+                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0", g->max_scale_bytes);
     }
     return ncclxSuccess;
 }

@@ -47,6 +47,7 @@ typedef struct {
 #define NCCLX_EP_LL_BUFFERS 2u          /* LL receive areas are double-buffered */
 #define NCCLX_EP_DEV_STATE_BYTES 256u   /* per group: epochs, sequence numbers, error word */
 #define NCCLX_STATUS_BYTES 64u          /* mapped host status block (async error flag, ...) */
+#define NCCLX_CONTEXT_SCRATCH_BYTES 256u /* device scratch of the context (init barrier) */
 
 /** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
 #define NCCLX_NO_REGION SIZE_MAX
@@ -66,6 +67,7 @@ typedef struct {
 typedef struct {
     size_t m2n_staging;      /* symmetric */
     size_t peer_table;       /* device: lsa_size base pointers */
+    size_t scratch;          /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
     size_t status;           /* mapped host: context status */
     ncclx_ep_group_regions_t groups[NCCLX_MAX_EP_GROUPS];
 } ncclx_plan_regions_t;

@@ -122,6 +122,8 @@ ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t 
                               norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "LSA peer pointer table",
                               sizeof(void *), norm->team.lsa_size, &regions->peer_table));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "context scratch",
+                              NCCLX_CONTEXT_SCRATCH_BYTES, 1, &regions->scratch));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "context status",
                               NCCLX_STATUS_BYTES, 1, &regions->status));
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {

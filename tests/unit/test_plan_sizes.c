@@ -95,19 +95,20 @@ static void test_ll_deepseek_8_ranks(void **state)
      * Signals = 2 * 8 * 16 = 256.  All offsets are 256-aligned already. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull);
 
-    /* Device: peer table 8 * 8 = 64 at 0; state 256 at 256; mask 8 * 4 = 32 at 512;
+    /* Device: peer table 8 * 8 = 64 at 0; context scratch 256 at 256; state 256 at 512;
+     * mask 8 * 4 = 32 at 768;
      * handle = route 128*8*4 = 4096 + counts 2 * 32 + experts 32 * 4 = 128
      *          + expert-major map 32 experts * 8 ranks * 128 * 4 = 131072 -> 135360
-     *          -> 256-aligned 135424; 4 handles = 541696 at 768. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 768ull + 4 * 135424ull);
+     *          -> 256-aligned 135424; 4 handles = 541696 at 1024. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 135424ull);
     assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 135424);
 
     /* Mapped host: context status 64 + group status 64. */
     assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
     assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(4, 0));
     assert_int_equal(s.per_handle[NCCLX_MEM_HOST], sizeof(ncclx_ep_handle_t));
-    /* peer table, status, 3 symmetric + state + mask + handles + status + 3 host. */
-    assert_int_equal(s.num_regions, 12);
+    /* peer table, scratch, status, 3 symmetric + state + mask + handles + status + 3 host. */
+    assert_int_equal(s.num_regions, 13);
 }
 
 static void test_ll_scales_with_ranks(void **state)
@@ -120,10 +121,11 @@ static void test_ll_scales_with_ranks(void **state)
     /* 64 ranks on 8 nodes of 8: dispatch = 2 * 64 * 128 * 14416 = 236191744; combine and
      * signals as before except signals = 2 * 64 * 16 = 2048. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull);
-    /* Device: peer table 8 lsa peers * 8 = 64; state at 256; mask 64 * 4 = 256 at 512;
+    /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
+     * mask 64 * 4 = 256 at 768;
      * handle = 4096 + 2 * 256 + 4 experts * 4 = 16 + map 4 * 64 * 128 * 4 = 131072
-     *        = 135696 -> 135936; handles at 768. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 768ull + 4 * 135936ull);
+     *        = 135696 -> 135936; handles at 1024. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 135936ull);
 }
 
 static void test_ht_deepseek_16_ranks_2_nodes(void **state)
@@ -136,11 +138,12 @@ static void test_ht_deepseek_16_ranks_2_nodes(void **state)
     /* HT is single-buffered.  Dispatch = 16384 slots * 14416 = 236191744.
      * Combine = 4096 tokens * min(8, 16) rows * 14336 = 469762048.  Signals = 16 * 16 = 256. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 469762048ull + 256ull);
-    /* Device: peer table 8 * 8 at 0; state at 256; no mask; handle = route 4096*8*4 = 131072
+    /* Device: peer table 8 * 8 at 0; scratch at 256; state at 512; no mask;
+     * handle = route 4096*8*4 = 131072
      * + counts 2 * 64 + experts 16 * 4 = 64 + receive map 16384 * 4 = 65536 + offsets
      * 17 * 4 = 68 -> 80, map total 65616 -> 65616 (16-aligned) => 196880 -> 197120;
-     * 2 handles at 512. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 512ull + 2 * 197120ull);
+     * 2 handles at 768. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 768ull + 2 * 197120ull);
     assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(2, 0));
 }
 
@@ -159,9 +162,9 @@ static void test_two_groups_and_m2n(void **state)
      * size is a multiple of 256 except the staging, so the totals add up. */
     assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC],
                      1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] + only_ht.total[NCCLX_MEM_SYMMETRIC]);
-    /* Device: shared peer table once. */
+    /* Device: the context's peer table and scratch (512 bytes) once. */
     assert_int_equal(both.total[NCCLX_MEM_DEVICE], only_ll.total[NCCLX_MEM_DEVICE] +
-                                                       only_ht.total[NCCLX_MEM_DEVICE] - 256);
+                                                       only_ht.total[NCCLX_MEM_DEVICE] - 512);
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 3);
     assert_int_equal(both.total[NCCLX_MEM_HOST],
                      host_bytes_of_group(2, host_bytes_of_group(4, 0)));

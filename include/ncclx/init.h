@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Contexts.  ncclxInit bootstraps from PMIx (rank, size, node layout; a plain ./app without a
+ * PMIx server runs as rank 0 of 1), chooses and binds the GPU, creates the NCCL communicator
+ * and allocates every arena of the plan, once.  Applications that already own an NCCL
+ * communicator call ncclxInitWithComm instead and PMIx is not involved.  After init returns,
+ * nothing in the library allocates until ncclxFinalize.
+ */
+#ifndef NCCLX_INIT_H_
+#define NCCLX_INIT_H_
+
+#include <stdint.h>
+
+#include <ncclx/plan.h>
+#include <ncclx/result.h>
+#include <ncclx/struct.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An initialized library instance (opaque). */
+typedef struct ncclxContext *ncclxContext_t;
+
+/** NCCL's communicator, declared here so that this header does not need nccl.h. */
+struct ncclComm;
+
+#define NCCLX_MAGIC_INIT_CONFIG 0x6e786963u  /* 'nxic' */
+#define NCCLX_MAGIC_CONTEXT_INFO 0x6e786369u /* 'nxci' */
+
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    int32_t cuda_device;  /**< -1: NCCLX_CUDA_DEVICE, else the local rank among visible GPUs */
+    uint32_t instance;    /**< tells apart contexts of one job in PMIx keys (0: next free) */
+    uint32_t bind;        /**< 1: bind CPUs/memory near the GPU (NCCLX_BIND=NONE overrides) */
+    uint32_t reserved0;
+} ncclxInitConfig_t;
+
+#define NCCLX_INIT_CONFIG_INIT \
+    { NCCLX_STRUCT_HEADER_INIT(ncclxInitConfig_t, NCCLX_MAGIC_INIT_CONFIG), -1, 0, 1, 0 }
+
+/** What a context runs on. */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    int32_t rank, num_ranks;
+    int32_t local_rank, local_size;
+    int32_t node_id, num_nodes;
+    int32_t cuda_device;
+    int32_t lsa_size;
+    uint64_t bytes[NCCLX_MEM_NUM_CLASSES]; /**< arena bytes actually allocated, per class */
+    int32_t from_pmix;                      /**< 1: bootstrapped by PMIx, 0: caller's comm */
+    int32_t singleton;                      /**< 1: no PMIx server, rank 0 of 1 */
+} ncclxContextInfo_t;
+
+#define NCCLX_CONTEXT_INFO_INIT                                                            \
+    {                                                                                      \
+        NCCLX_STRUCT_HEADER_INIT(ncclxContextInfo_t, NCCLX_MAGIC_CONTEXT_INFO), 0, 0, 0, 0, \
+            0, 0, 0, 0, {0}, 0, 0                                                          \
+    }
+
+/**
+ * Bootstraps from PMIx and allocates the plan.  config may be NULL (defaults).  On success
+ * *context is set; on failure it is left untouched and everything done so far is undone.
+ * Errors: ncclxInvalidArgument (plan, config, environment), ncclxPmixError, ncclxCudaError (no
+ * usable GPU), ncclxOutOfMemory (the plan does not fit: the message gives needed and free
+ * bytes), ncclxNcclError.
+ */
+ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config,
+                        ncclxContext_t *context);
+
+/**
+ * Same on a communicator the caller owns (and keeps owning: finalize does not destroy it).
+ * The current CUDA device must be the communicator's.  Collective over comm.
+ */
+ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
+                                const ncclxInitConfig_t *config, ncclxContext_t *context);
+
+/** Releases everything in reverse order of creation.  Collective (window deregistration). */
+ncclxResult_t ncclxFinalize(ncclxContext_t context);
+
+/** Fills *info (start from NCCLX_CONTEXT_INFO_INIT). */
+ncclxResult_t ncclxContextGetInfo(ncclxContext_t context, ncclxContextInfo_t *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCLX_INIT_H_ */

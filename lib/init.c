@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Public entry points of a context's life: ncclxInit (PMIx bootstrap), ncclxInitWithComm,
+ * ncclxFinalize, ncclxContextGetInfo.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap.h"
+#include "context.h"
+#include "env.h"
+#include "gpu_check.h"
+#include "placement_init.h"
+#include "struct.h"
+
+#define NCCLX_INIT_CONFIG_SIZE_V1 32u
+_Static_assert(sizeof(ncclxInitConfig_t) == NCCLX_INIT_CONFIG_SIZE_V1,
+               "ncclxInitConfig_t v1 layout changed");
+
+/* Contexts of a job are created in the same order on every rank, so a process-wide counter
+ * gives every rank the same instance number for the same context: the PMIx keys of two
+ * contexts never collide. */
+static atomic_uint ncclx_next_instance = 1;
+
+static ncclxResult_t ncclx_import_config(const ncclxInitConfig_t *config,
+                                         ncclxInitConfig_t *out)
+{
+    const ncclxInitConfig_t defaults = NCCLX_INIT_CONFIG_INIT;
+    *out = defaults;
+    if (config != NULL) {
+        NCCLX_CHECK(ncclx_struct_import(out, sizeof(*out), config, NCCLX_MAGIC_INIT_CONFIG,
+                                        NCCLX_INIT_CONFIG_SIZE_V1, "config"));
+    }
+    if (out->bind > 1) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->bind=%u: must be 0 or 1", out->bind);
+    }
+    if (out->instance == 0) {
+        out->instance = atomic_fetch_add(&ncclx_next_instance, 1);
+    }
+    return ncclxSuccess;
+}
+
+static ncclxResult_t ncclx_check_init_args(const ncclxPlan_t *plan, const void *context)
+{
+    if (plan == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan is NULL");
+    }
+    if (context == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "context (output) is NULL");
+    }
+    return ncclxEnvValidate();
+}
+
+ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
+                                const ncclxInitConfig_t *config, ncclxContext_t *context)
+{
+    ncclxInitConfig_t cfg;
+    struct ncclxContext *ctx;
+    ncclxResult_t res;
+    NCCLX_CHECK(ncclx_check_init_args(plan, context));
+    if (comm == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "comm is NULL");
+    }
+    NCCLX_CHECK(ncclx_import_config(config, &cfg));
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxOutOfMemory, "context: out of host memory");
+    }
+    ctx->comm = comm;
+    ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
+    NCCLX_CHECK_GOTO(ncclx_context_setup(ctx, plan, NULL), res, err_free);
+    NCCLX_INFO("context ready on an existing communicator: rank %d of %d, device %d",
+               ctx->info.rank, ctx->info.num_ranks, ctx->cuda_device);
+    *context = ctx;
+    return ncclxSuccess;
+err_free:
+    free(ctx);
+    return res;
+}
+
+/* Rank 0 makes the NCCL unique id; PMIx carries it to everyone; then the communicator. */
+static ncclxResult_t ncclx_comm_from_bootstrap(struct ncclxContext *ctx,
+                                               const ncclx_bootstrap_t *bs, uint32_t instance)
+{
+    ncclUniqueId id;
+    ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
+    ncclxResult_t res = ncclxSuccess;
+    memset(&id, 0, sizeof(id));
+    if (bs->rank == 0) {
+        NCCLX_NCCL_CHECK_GOTO(ncclGetUniqueId(&id), res, out);
+    }
+    NCCLX_CHECK_GOTO(ncclx_bootstrap_exchange(bs, "nccl_unique_id", instance, 0, &id, sizeof(id),
+                                              0),
+                     res, out);
+    NCCLX_NCCL_CHECK_GOTO(ncclCommInitRankConfig(&ctx->comm, (int)bs->size, id, (int)bs->rank,
+                                                 &nccl_config),
+                          res, out);
+    ctx->comm_owned = 1;
+out:
+    return res;
+}
+
+static void ncclx_info_from_bootstrap(ncclxContextInfo_t *info, const ncclx_bootstrap_t *bs)
+{
+    info->from_pmix = 1;
+    info->singleton = bs->singleton;
+    info->local_rank = (int32_t)bs->local_rank;
+    info->local_size = (int32_t)bs->local_size;
+    info->node_id = (int32_t)bs->node_id;
+}
+
+ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config,
+                        ncclxContext_t *context)
+{
+    ncclxInitConfig_t cfg;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    struct ncclxContext *ctx;
+    ncclx_bootstrap_t *bs;
+    ncclxResult_t res;
+    NCCLX_CHECK(ncclx_check_init_args(plan, context));
+    NCCLX_CHECK(ncclx_import_config(config, &cfg));
+    ctx = calloc(1, sizeof(*ctx));
+    bs = calloc(1, sizeof(*bs));
+    if (ctx == NULL || bs == NULL) {
+        res = NCCLX_ERROR(ncclxOutOfMemory, "context: out of host memory");
+        goto err_free;
+    }
+    ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
+    NCCLX_CHECK_GOTO(ncclx_bootstrap_init(bs), res, err_free);
+    ncclx_log_set_rank((int)bs->rank);
+    /* The team, and so every budget, is known before any GPU memory is touched. */
+    NCCLX_CHECK_GOTO(ncclx_bootstrap_team(bs, &team), res, err_finalize_bootstrap);
+    NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, &ctx->norm), res, err_finalize_bootstrap);
+    NCCLX_CHECK_GOTO(ncclx_init_place(bs, &cfg, &ctx->cuda_device), res, err_finalize_bootstrap);
+    NCCLX_CHECK_GOTO(ncclx_comm_from_bootstrap(ctx, bs, cfg.instance), res,
+                     err_finalize_bootstrap);
+    ncclx_info_from_bootstrap(&ctx->info, bs);
+    NCCLX_CHECK_GOTO(ncclx_context_setup(ctx, plan, &team), res, err_destroy_comm);
+    ctx->bootstrap = bs;
+    NCCLX_INFO("context ready: rank %u of %u (local %u of %u, node %u of %u), device %d",
+               bs->rank, bs->size, bs->local_rank, bs->local_size, bs->node_id, bs->num_nodes,
+               ctx->cuda_device);
+    *context = ctx;
+    return ncclxSuccess;
+
+err_destroy_comm:
+    (void)ncclCommDestroy(ctx->comm);
+err_finalize_bootstrap:
+    (void)ncclx_bootstrap_finalize(bs);
+err_free:
+    free(bs);
+    free(ctx);
+    return res;
+}
+
+ncclxResult_t ncclxFinalize(ncclxContext_t ctx)
+{
+    ncclxResult_t first;
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxFinalize: context is NULL");
+    }
+    first = ncclx_context_teardown(ctx);
+    if (ctx->comm_owned) {
+        first = ncclx_first_error(first, NCCLX_NCCL_STATUS(ncclCommFinalize(ctx->comm)));
+        first = ncclx_first_error(first, NCCLX_NCCL_STATUS(ncclCommDestroy(ctx->comm)));
+    }
+    if (ctx->bootstrap != NULL) {
+        first = ncclx_first_error(first, ncclx_bootstrap_finalize(ctx->bootstrap));
+        free(ctx->bootstrap);
+    }
+    free(ctx);
+    return first;
+}
+
+ncclxResult_t ncclxContextGetInfo(ncclxContext_t ctx, ncclxContextInfo_t *info)
+{
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxContextGetInfo: context is NULL");
+    }
+    NCCLX_CHECK(ncclx_struct_check_output(info, NCCLX_MAGIC_CONTEXT_INFO,
+                                          sizeof(ncclxContextInfo_t), "info"));
+    ncclx_struct_export(info, &ctx->info, sizeof(ctx->info));
+    return ncclxSuccess;
+}
