@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <ncclx/init.h>
+#include <ncclx/placement.h>
 
 #include "ep_group.h"
 #include "kernels.h"
@@ -38,6 +39,8 @@ struct ncclxContext {
     ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
     ncclxContextInfo_t info;
     void *bootstrap;                       /* pmix/bootstrap state when ncclxInit made it */
+    ncclxPlacement_t placement;            /* what ncclxInit decided and applied */
+    int has_placement;
 };
 
 /**

@@ -12,7 +12,7 @@
 #include "context.h"
 #include "env.h"
 #include "gpu_check.h"
-#include "placement_init.h"
+#include "placement.h"
 #include "struct.h"
 
 #define NCCLX_INIT_CONFIG_SIZE_V1 32u
@@ -133,7 +133,12 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     /* The team, and so every budget, is known before any GPU memory is touched. */
     NCCLX_CHECK_GOTO(ncclx_bootstrap_team(bs, &team), res, err_finalize_bootstrap);
     NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, &ctx->norm), res, err_finalize_bootstrap);
-    NCCLX_CHECK_GOTO(ncclx_init_place(bs, &cfg, &ctx->cuda_device), res, err_finalize_bootstrap);
+    /* GPU, CPU/memory binding and NIC before any NCCL call, so NCCL sees the binding. */
+    NCCLX_CHECK_GOTO(ncclx_placement_setup(bs->local_rank, bs->local_size, cfg.cuda_device,
+                                           cfg.bind ? NCCLX_BIND_DEFAULT : NCCLX_BIND_NONE,
+                                           &ctx->placement),
+                     res, err_finalize_bootstrap);
+    ctx->has_placement = 1;
     NCCLX_CHECK_GOTO(ncclx_comm_from_bootstrap(ctx, bs, cfg.instance), res,
                      err_finalize_bootstrap);
     ncclx_info_from_bootstrap(&ctx->info, bs);
@@ -172,6 +177,21 @@ ncclxResult_t ncclxFinalize(ncclxContext_t ctx)
     }
     free(ctx);
     return first;
+}
+
+ncclxResult_t ncclxContextGetPlacement(ncclxContext_t ctx, ncclxPlacement_t *placement)
+{
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxContextGetPlacement: context is NULL");
+    }
+    if (!ctx->has_placement) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxContextGetPlacement: the context was made "
+                           "by ncclxInitWithComm, which places nothing");
+    }
+    NCCLX_CHECK(ncclx_struct_check_output(placement, NCCLX_MAGIC_PLACEMENT,
+                                          sizeof(ncclxPlacement_t), "placement"));
+    ncclx_struct_export(placement, &ctx->placement, sizeof(ctx->placement));
+    return ncclxSuccess;
 }
 
 ncclxResult_t ncclxContextGetInfo(ncclxContext_t ctx, ncclxContextInfo_t *info)

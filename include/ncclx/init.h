@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include <ncclx/placement.h>
 #include <ncclx/plan.h>
 #include <ncclx/result.h>
 #include <ncclx/struct.h>
@@ -78,6 +79,12 @@ ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
 
 /** Releases everything in reverse order of creation.  Collective (window deregistration). */
 ncclxResult_t ncclxFinalize(ncclxContext_t context);
+
+/**
+ * The placement ncclxInit decided and applied (GPU, binding, NIC); start from
+ * NCCLX_PLACEMENT_INIT.  ncclxInvalidUsage for a context from ncclxInitWithComm.
+ */
+ncclxResult_t ncclxContextGetPlacement(ncclxContext_t context, ncclxPlacement_t *placement);
 
 /** Fills *info (start from NCCLX_CONTEXT_INFO_INIT). */
 ncclxResult_t ncclxContextGetInfo(ncclxContext_t context, ncclxContextInfo_t *info);

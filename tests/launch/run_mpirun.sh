@@ -1,0 +1,24 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 The libncclx authors.
+#
+# PMIx bootstrap under Open MPI's mpirun (its PMIx server) with 4 ranks, and as a singleton
+# (a plain ./app with no PMIx server: rank 0 of 1); then a rank that misses a fence must turn
+# into ncclxTimeout on the others after NCCLX_FENCE_TIMEOUT_S.
+set -u
+. "$(dirname "$0")/probe_lib.sh"
+
+need_program mpirun openmpi-bin
+
+(
+    without_pmix_env
+    run_bounded "$probe" --singleton --size 1 --nodes 1
+    expect_pass "singleton" 1
+) || exit 1
+
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$probe" --size 4 --nodes 1
+expect_pass "mpirun -n 4" 4
+
+run_bounded env NCCLX_FENCE_TIMEOUT_S=2 mpirun --allow-run-as-root --oversubscribe -n 4 \
+    -x NCCLX_FENCE_TIMEOUT_S "$probe" --size 4 --nodes 1 --straggler 2
+expect_pass "mpirun -n 4, fence timeout" 4

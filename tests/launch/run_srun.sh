@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 The libncclx authors.
+#
+# PMIx bootstrap under `srun --mpi=pmix -n 4` on a private one-node Slurm cluster that this
+# script starts (tests/launch/slurm_cluster.sh) and always stops; then a rank that misses a
+# fence must turn into ncclxTimeout on the others after NCCLX_FENCE_TIMEOUT_S.  Missing Slurm
+# or munge is a failure naming the package, not a skip: CI installs them.
+set -u
+. "$(dirname "$0")/probe_lib.sh"
+
+cluster="$here/slurm_cluster.sh"
+cluster_dir=$(mktemp -d /tmp/ncclx-slurm.XXXXXX) || fail "mktemp failed"
+trap '"$cluster" stop "$cluster_dir"' EXIT
+trap 'exit 1' INT TERM HUP
+
+timeout 120 "$cluster" start "$cluster_dir" || fail "could not start the private Slurm cluster"
+# shellcheck source=/dev/null
+. "$cluster_dir/env"
+echo "+ private Slurm cluster in $cluster_dir:" "$(timeout 10 sinfo -h -N -o '%N %T %c CPUs')"
+
+mpi_list=$(timeout 30 srun --mpi=list 2>&1)
+echo "+ srun --mpi=list:" "$(printf '%s' "$mpi_list" | tr '\n\t' '  ')"
+printf '%s\n' "$mpi_list" | grep -qw pmix ||
+    fail "srun --mpi=list does not list pmix (Debian: slurm-wlm-basic-plugins, libpmix2):" \
+        "$mpi_list"
+
+run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 --kill-on-bad-exit=1 "$probe" --size 4 --nodes 1
+expect_pass "srun --mpi=pmix -n 4" 4
+
+run_bounded env NCCLX_FENCE_TIMEOUT_S=2 srun --mpi=pmix -n 4 -N 1 --time=5 \
+    --kill-on-bad-exit=1 "$probe" --size 4 --nodes 1 --straggler 2
+expect_pass "srun --mpi=pmix -n 4, fence timeout" 4

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The PMIx bootstrap with no PMIx server (a plain ./app): the singleton is rank 0 of 1, its
+ * exchanges return the caller's data, several bootstraps share one PMIx_Init, and bad
+ * arguments fail clearly.  Also the team shape check on made-up node layouts.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ncclx_test.h"
+
+#include "bootstrap.h"
+
+extern char **environ;
+
+/*
+ * CI runs the unit tests under LeakSanitizer.  PMIx 4.2.2 leaks inside itself: one 32-byte
+ * value per successful PMIx_Get even when the caller releases what it got (a ten-line program
+ * doing only PMIx_Init, n x PMIx_Get + PMIX_VALUE_RELEASE, PMIx_Finalize leaks n values, all
+ * from pmix_hash_fetch), and a string of its MCA setup in PMIx_Init.  Only those are ignored
+ * (which also hides a value this library would forget to release: check those by reading).
+ * Full stacks (libpmix has no frame pointers) let the second be named precisely.
+ */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:pmix_hash_fetch\nleak:pmix_mca_base_show_load_errors_init\n";
+}
+
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "fast_unwind_on_malloc=0";
+}
+
+/* A launcher's variables would connect PMIx to a server: this test wants none. */
+static int clear_pmix_env(void **state)
+{
+    char name[256];
+    (void)state;
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **entry = environ; *entry != NULL; entry++) {
+            size_t len = strcspn(*entry, "=");
+            if (strncmp(*entry, "PMIX_", 5) == 0 && len < sizeof(name)) {
+                memcpy(name, *entry, len);
+                name[len] = '\0';
+                unsetenv(name); /* environ changed: start over */
+                again = 1;
+                break;
+            }
+        }
+    }
+    unsetenv("NCCLX_FENCE_TIMEOUT_S");
+    return 0;
+}
+
+static void test_singleton_identity(void **state)
+{
+    ncclx_bootstrap_t bs;
+    char host[256] = "";
+    (void)state;
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_int_equal(bs.singleton, 1);
+    assert_int_equal(bs.initialized, 1);
+    assert_int_equal(bs.rank, 0);
+    assert_int_equal(bs.size, 1);
+    assert_int_equal(bs.local_rank, 0);
+    assert_int_equal(bs.local_size, 1);
+    assert_int_equal(bs.node_id, 0);
+    assert_int_equal(bs.num_nodes, 1);
+    assert_true(bs.nspace[0] != '\0');
+    assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+    assert_int_equal(strncmp(bs.hostname, host, strcspn(host, ".")), 0);
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+    assert_int_equal(bs.initialized, 0);
+}
+
+static void test_singleton_exchange(void **state)
+{
+    ncclx_bootstrap_t bs;
+    unsigned char data[128], copy[128], all[128];
+    (void)state;
+    for (size_t i = 0; i < sizeof(data); i++) {
+        data[i] = (unsigned char)(i * 7 + 3);
+    }
+    memcpy(copy, data, sizeof(data));
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_ncclx_ok(ncclx_bootstrap_exchange(&bs, "uid", 0, 0, data, sizeof(data), 5));
+    assert_memory_equal(data, copy, sizeof(data));
+    memset(all, 0, sizeof(all));
+    assert_ncclx_ok(ncclx_bootstrap_allgather(&bs, "uid", 0, data, all, sizeof(data), 0));
+    assert_memory_equal(all, copy, sizeof(all));
+    assert_ncclx_ok(ncclx_bootstrap_barrier(&bs, 0));
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+}
+
+static void test_exchange_bad_arguments(void **state)
+{
+    ncclx_bootstrap_t bs;
+    char long_key[600];
+    unsigned char data[16] = {0};
+    (void)state;
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = '\0';
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "uid", 0, 1, data, sizeof(data), 0),
+                       ncclxInvalidArgument, "rank 1 is outside the job's 1 ranks");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, NULL, 0, 0, data, sizeof(data), 0),
+                       ncclxInvalidArgument, "key is NULL");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "", 0, 0, data, sizeof(data), 0),
+                       ncclxInvalidArgument, "key is empty");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, long_key, 0, 0, data, sizeof(data), 0),
+                       ncclxInvalidArgument, "exceeds 511 characters");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "uid", 0, 0, NULL, sizeof(data), 0),
+                       ncclxInvalidArgument, "data is NULL");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "uid", 0, 0, data, 0, 0), ncclxInvalidArgument,
+                       "bytes is 0");
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "uid", 0, 0, data, sizeof(data), -1),
+                       ncclxInvalidArgument, "timeout_s=-1");
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+}
+
+static void test_fence_timeout_env(void **state)
+{
+    ncclx_bootstrap_t bs;
+    unsigned char data[16] = {0};
+    (void)state;
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    setenv("NCCLX_FENCE_TIMEOUT_S", "soon", 1);
+    assert_ncclx_error(ncclx_bootstrap_exchange(&bs, "uid", 0, 0, data, sizeof(data), 0),
+                       ncclxInvalidArgument, "NCCLX_FENCE_TIMEOUT_S='soon'");
+    setenv("NCCLX_FENCE_TIMEOUT_S", "0", 1);
+    assert_ncclx_error(ncclx_bootstrap_barrier(&bs, 0), ncclxInvalidArgument,
+                       "NCCLX_FENCE_TIMEOUT_S=0 is outside");
+    /* An explicit timeout does not read the variable. */
+    assert_ncclx_ok(ncclx_bootstrap_barrier(&bs, 10));
+    setenv("NCCLX_FENCE_TIMEOUT_S", "20", 1);
+    assert_ncclx_ok(ncclx_bootstrap_barrier(&bs, 0));
+    unsetenv("NCCLX_FENCE_TIMEOUT_S");
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+}
+
+/* Put / fence / get go through PMIx even for a singleton: two instances, one key name. */
+static void test_split_phase_instances(void **state)
+{
+    ncclx_bootstrap_t bs;
+    unsigned char a[32], b[32], got[32];
+    (void)state;
+    memset(a, 0x11, sizeof(a));
+    memset(b, 0x22, sizeof(b));
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_ncclx_ok(ncclx_bootstrap_put(&bs, "blob", 1, a, sizeof(a)));
+    assert_ncclx_ok(ncclx_bootstrap_put(&bs, "blob", 2, b, sizeof(b)));
+    assert_ncclx_ok(ncclx_bootstrap_fence(&bs, 0));
+    assert_ncclx_ok(ncclx_bootstrap_get(&bs, "blob", 1, 0, got, sizeof(got), 0));
+    assert_memory_equal(got, a, sizeof(a));
+    assert_ncclx_ok(ncclx_bootstrap_get(&bs, "blob", 2, 0, got, sizeof(got), 0));
+    assert_memory_equal(got, b, sizeof(b));
+    assert_ncclx_error(ncclx_bootstrap_get(&bs, "blob", 1, 0, got, 16, 0), ncclxPmixError,
+                       "32 bytes, expected 16");
+    assert_ncclx_error(ncclx_bootstrap_get(&bs, "blob", 9, 0, got, sizeof(got), 0), ncclxPmixError,
+                       "from rank 0 failed: NOT-FOUND");
+    /* The same key and instance again, new data: the next fence serves the new value. */
+    assert_ncclx_ok(ncclx_bootstrap_put(&bs, "blob", 1, b, sizeof(b)));
+    assert_ncclx_ok(ncclx_bootstrap_fence(&bs, 0));
+    assert_ncclx_ok(ncclx_bootstrap_get(&bs, "blob", 1, 0, got, sizeof(got), 0));
+    assert_memory_equal(got, b, sizeof(b));
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+}
+
+/* Two bootstraps share PMIx; the last finalize releases it; init works again after. */
+static void test_lifecycle(void **state)
+{
+    ncclx_bootstrap_t first, second, third;
+    unsigned char data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    (void)state;
+    assert_ncclx_ok(ncclx_bootstrap_init(&first));
+    assert_ncclx_ok(ncclx_bootstrap_init(&second));
+    assert_string_equal(first.nspace, second.nspace);
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&first));
+    assert_ncclx_ok(ncclx_bootstrap_put(&second, "k", 3, data, sizeof(data)));
+    assert_ncclx_ok(ncclx_bootstrap_fence(&second, 0));
+    assert_ncclx_error(ncclx_bootstrap_finalize(&first), ncclxInvalidUsage, "not initialized");
+    assert_ncclx_error(ncclx_bootstrap_barrier(&first, 0), ncclxInvalidUsage,
+                       "ncclx_bootstrap_barrier: bootstrap is not initialized");
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&second));
+    assert_ncclx_ok(ncclx_bootstrap_init(&third));
+    assert_int_equal(third.size, 1);
+    assert_ncclx_ok(ncclx_bootstrap_exchange(&third, "k", 3, 0, data, sizeof(data), 0));
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&third));
+    assert_ncclx_error(ncclx_bootstrap_init(NULL), ncclxInvalidArgument, "bs is NULL");
+}
+
+static void test_team_singleton(void **state)
+{
+    ncclx_bootstrap_t bs;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    (void)state;
+    team.num_ranks = team.num_nodes = team.lsa_size = 99;
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_ncclx_ok(ncclx_bootstrap_team(&bs, &team));
+    assert_int_equal(team.size, sizeof(ncclxTeam_t));
+    assert_int_equal(team.magic, NCCLX_MAGIC_TEAM);
+    assert_int_equal(team.num_ranks, 1);
+    assert_int_equal(team.num_nodes, 1);
+    assert_int_equal(team.lsa_size, 1);
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+    assert_ncclx_error(ncclx_bootstrap_team(&bs, &team), ncclxInvalidUsage, "not initialized");
+}
+
+/* A made-up job: 8 ranks on 2 nodes, this process on node "b". */
+static ncclx_bootstrap_t fake_job(uint32_t size, uint32_t num_nodes, uint32_t local_size)
+{
+    ncclx_bootstrap_t bs;
+    memset(&bs, 0, sizeof(bs));
+    bs.rank = 5;
+    bs.size = size;
+    bs.local_rank = 1;
+    bs.local_size = local_size;
+    bs.node_id = 1;
+    bs.num_nodes = num_nodes;
+    bs.initialized = 1;
+    snprintf(bs.hostname, sizeof(bs.hostname), "b");
+    return bs;
+}
+
+static void test_team_from_nodes(void **state)
+{
+    const char *names[] = {"a", "b", "c"};
+    const uint32_t even[] = {4, 4}, odd[] = {3, 4}, three[] = {4, 4, 4};
+    ncclx_bootstrap_t bs = fake_job(8, 2, 4);
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    (void)state;
+    assert_ncclx_ok(ncclx_bootstrap_team_from_nodes(&bs, even, names, 2, &team));
+    assert_int_equal(team.num_ranks, 8);
+    assert_int_equal(team.num_nodes, 2);
+    assert_int_equal(team.lsa_size, 4);
+    team.num_ranks = 77; /* untouched by the failures below */
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, odd, names, 2, &team), ncclxUnsupported,
+                       "node a runs 3 ranks but this node (b) runs 4");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, three, names, 3, &team), ncclxPmixError,
+                       "PMIx lists 3 nodes but pmix.num.nodes is 2");
+    bs = fake_job(7, 2, 4); /* no node list: the shape alone must add up */
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, NULL, 0, &team), ncclxUnsupported,
+                       "7 ranks on 2 nodes with 4 on this node (b)");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, NULL, 0, NULL),
+                       ncclxInvalidArgument, "team is NULL");
+    assert_int_equal(team.num_ranks, 77);
+    bs.initialized = 0;
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, even, names, 2, &team),
+                       ncclxInvalidUsage, "not initialized");
+}
+
+int main(void)
+{
+    /* clang-format off */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_singleton_identity),
+        cmocka_unit_test(test_singleton_exchange),
+        cmocka_unit_test(test_exchange_bad_arguments),
+        cmocka_unit_test(test_fence_timeout_env),
+        cmocka_unit_test(test_split_phase_instances),
+        cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_team_singleton),
+        cmocka_unit_test(test_team_from_nodes),
+    };
+    /* clang-format on */
+    return cmocka_run_group_tests(tests, clear_pmix_env, NULL);
+}
