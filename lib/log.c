@@ -160,10 +160,8 @@ ncclxResult_t ncclxSetLogCallback(ncclxLogCallback_t callback, void *user_data)
 ncclxResult_t ncclxSetLogLevel(ncclxLogLevel_t level)
 {
     if ((unsigned)level > NCCLX_LOG_TRACE) {
-        /* Reported without NCCLX_ERROR's log line: the level itself is what is wrong. */
-        return ncclx_error_at(ncclxInvalidArgument, __FILE__, __LINE__,
-                              "ncclxSetLogLevel: level %d is not an ncclxLogLevel_t",
-                              (int)level);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxSetLogLevel: level %d is not an ncclxLogLevel_t", (int)level);
     }
     ncclx_log_ensure_loaded();
     pthread_mutex_lock(&ncclx_log.lock);

@@ -180,6 +180,14 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
         return GROUP_FIELD_ERROR(gi, "num_handles", "=%u is outside [1, %u]", g->num_handles,
                                  NCCLX_EP_MAX_HANDLES);
     }
+    if (g->expert_alignment > NCCLX_EP_MAX_EXPERT_ALIGNMENT) {
+        return GROUP_FIELD_ERROR(gi, "expert_alignment", "=%u is outside [0, %u]",
+                                 g->expert_alignment, NCCLX_EP_MAX_EXPERT_ALIGNMENT);
+    }
+    if (g->sm_budget > NCCLX_EP_MAX_SM_BUDGET) {
+        return GROUP_FIELD_ERROR(gi, "sm_budget", "=%u is outside [0, %u] (0: automatic)",
+                                 g->sm_budget, NCCLX_EP_MAX_SM_BUDGET);
+    }
     if (g->enable_mask > 1) {
         return GROUP_FIELD_ERROR(gi, "enable_mask", "=%u: must be 0 or 1", g->enable_mask);
     }

@@ -22,7 +22,9 @@ need_program() {
         fail "$1 not found: install the Debian package $2 (apt-get install -y $2)"
 }
 
+init_probe=${top_builddir:-$here/../..}/tests/launch/init_probe
 [ -x "$probe" ] || fail "probe $probe not built (run make check)"
+[ -x "$init_probe" ] || fail "probe $init_probe not built (run make check)"
 
 # Runs "$@" under timeout; the output goes to $probe_out, the status to $probe_rc.
 run_bounded() {
@@ -35,18 +37,19 @@ run_bounded() {
     fi
 }
 
-# expect_pass LABEL NRANKS: every rank 0..NRANKS-1 printed PASS exactly once, none FAIL.
+# expect_pass LABEL NRANKS [TAG]: every rank 0..NRANKS-1 printed "TAG: rank R of N (...): PASS"
+# exactly once, none FAIL.  TAG is the program's name, bootstrap_probe by default.
 expect_pass() {
-    local label=$1 n=$2 r count
+    local label=$1 n=$2 tag=${3:-bootstrap_probe} r count
     [ "$probe_rc" -eq 0 ] || fail "$label: exit status $probe_rc"
-    ! printf '%s\n' "$probe_out" | grep -q 'bootstrap_probe: .*FAIL' ||
+    ! printf '%s\n' "$probe_out" | grep -q "$tag: .*FAIL" ||
         fail "$label: a rank failed"
     for ((r = 0; r < n; r++)); do
         count=$(printf '%s\n' "$probe_out" |
-            grep -c "^bootstrap_probe: rank $r of $n (.*): PASS\$")
+            grep -c "^$tag: rank $r of $n (.*): PASS\$")
         [ "$count" -eq 1 ] || fail "$label: rank $r of $n printed PASS $count times, expected 1"
     done
-    count=$(printf '%s\n' "$probe_out" | grep -c '^bootstrap_probe: rank .*: PASS$')
+    count=$(printf '%s\n' "$probe_out" | grep -c "^$tag: rank .*: PASS$")
     [ "$count" -eq "$n" ] || fail "$label: $count PASS lines, expected $n"
     echo "PASS: $label ($n ranks)"
 }

@@ -14,7 +14,12 @@ need_program mpirun openmpi-bin
     without_pmix_env
     run_bounded "$probe" --singleton --size 1 --nodes 1
     expect_pass "singleton" 1
+    run_bounded "$init_probe" 1
+    expect_pass "singleton ncclxInit" 1 init_probe
 ) || exit 1
+
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4
+expect_pass "mpirun -n 4 ncclxInit" 4 init_probe
 
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$probe" --size 4 --nodes 1
 expect_pass "mpirun -n 4" 4

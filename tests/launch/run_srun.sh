@@ -28,6 +28,9 @@ printf '%s\n' "$mpi_list" | grep -qw pmix ||
 run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 --kill-on-bad-exit=1 "$probe" --size 4 --nodes 1
 expect_pass "srun --mpi=pmix -n 4" 4
 
+run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 --kill-on-bad-exit=1 "$init_probe" 4
+expect_pass "srun --mpi=pmix -n 4 ncclxInit" 4 init_probe
+
 run_bounded env NCCLX_FENCE_TIMEOUT_S=2 srun --mpi=pmix -n 4 -N 1 --time=5 \
     --kill-on-bad-exit=1 "$probe" --size 4 --nodes 1 --straggler 2
 expect_pass "srun --mpi=pmix -n 4, fence timeout" 4

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Plan validation: starting from a valid LL and a valid HT plan, each row of the table changes
+ * one field to a bad value and checks that ncclxPlanValidate() rejects it with
+ * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
+ * good value is still accepted, so that an over-strict check fails as well.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ncclx_test.h"
+
+typedef enum { BASE_LL, BASE_HT } base_t;
+typedef enum { IN_GROUP, IN_TEAM, IN_PLAN } target_t;
+
+typedef struct {
+    const char *label;
+    base_t base;
+    target_t target;
+    const char *field; /* member name, as the message must spell it */
+    size_t offset;
+    size_t width;
+    uint64_t value;
+    const char *reason; /* second substring of the message; "" = the plan must pass */
+} field_case_t;
+
+#define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
+#define FIELD(target, type, member) \
+    target, #member, offsetof(type, member), MEMBER_SIZE(type, member)
+#define GROUP(member) FIELD(IN_GROUP, ncclxEpGroupPlan_t, member)
+#define TEAM(member)  FIELD(IN_TEAM, ncclxTeam_t, member)
+#define PLAN(member)  FIELD(IN_PLAN, ncclxPlan_t, member)
+#define VALID         "" /* reason of a boundary row: the plan must still pass */
+
+#define BF16   NCCLX_DTYPE_BIT(NCCLX_BFLOAT16)
+#define FP8    NCCLX_DTYPE_BIT(NCCLX_FP8_E4M3)
+#define FP4    NCCLX_DTYPE_BIT(NCCLX_FP4X2_E2M1)
+#define EXPERT NCCLX_EP_LAYOUT_EXPERT_MAJOR
+#define RANK   NCCLX_EP_LAYOUT_RANK_MAJOR
+#define FLAT   NCCLX_EP_LAYOUT_FLAT
+
+/* The bases (see make_ll/make_ht): 256 experts on 8 ranks, hidden 7168, top-8.  LL carries
+ * BF16 + FP4x2 tokens and the FP8 recipe; HT carries BF16 + FP8 tokens, QUANT_FWD and MXFP8.
+ * Hidden values are picked so exactly one rule breaks: 7169 (BF16 row not 16 bytes), 7184
+ * (FP4 row of 3592 bytes: not 16-byte; fine for BF16/FP8 but not a multiple of 32 for
+ * MXFP8), 7200 and 7232 (multiples of 32 and 64, not of 128), 7176 (FP8 row of 7176
+ * bytes). */
+static const field_case_t cases[] = {
+    {"LL algorithm=0", BASE_LL, GROUP(algorithm), 0, "NCCLX_EP_ALGO_LL or"},
+    {"HT algorithm=3", BASE_HT, GROUP(algorithm), 3, "NCCLX_EP_ALGO_LL or"},
+    {"LL num_experts=0", BASE_LL, GROUP(num_experts), 0, "outside [1, 4096]"},
+    {"LL num_experts=4104", BASE_LL, GROUP(num_experts), 4104, "outside [1, 4096]"},
+    {"HT num_experts=4096 ok", BASE_HT, GROUP(num_experts), 4096, VALID},
+    {"LL num_experts=252 not /8", BASE_LL, GROUP(num_experts), 252, "divisible by team.num_ranks"},
+    {"HT num_experts=260 not /8", BASE_HT, GROUP(num_experts), 260, "divisible by team.num_ranks"},
+    {"LL max_topk=0", BASE_LL, GROUP(max_topk), 0, "outside"},
+    {"HT max_topk=17", BASE_HT, GROUP(max_topk), 17, "outside"},
+    {"LL max_topk=16 ok", BASE_LL, GROUP(max_topk), 16, VALID},
+    {"LL hidden=0", BASE_LL, GROUP(hidden), 0, "outside [1, 65536]"},
+    {"HT hidden=65664", BASE_HT, GROUP(hidden), 65664, "outside [1, 65536]"},
+    {"HT hidden=65536 ok", BASE_HT, GROUP(hidden), 65536, VALID},
+    {"LL hidden=7169 BF16 row", BASE_LL, GROUP(hidden), 7169, "dtype 0"},
+    {"HT hidden=7169 BF16 row", BASE_HT, GROUP(hidden), 7169, "dtype 0"},
+    {"LL hidden=7184 FP4x2 row", BASE_LL, GROUP(hidden), 7184, "dtype 5"},
+    {"HT hidden=7176 FP8 row", BASE_HT, GROUP(hidden), 7176, "dtype 3"},
+    {"LL hidden=7200 FP8 recipe /128", BASE_LL, GROUP(hidden), 7200, "FP8 recipe"},
+    {"LL hidden=7232 FP8 recipe /128", BASE_LL, GROUP(hidden), 7232, "FP8 recipe"},
+    {"LL hidden=7296 ok", BASE_LL, GROUP(hidden), 7296, VALID},
+    {"HT hidden=7184 MXFP8 /32", BASE_HT, GROUP(hidden), 7184, "MXFP8 recipe"},
+    {"HT hidden=7200 ok", BASE_HT, GROUP(hidden), 7200, VALID},
+    {"LL token_dtypes=0", BASE_LL, GROUP(token_dtypes), 0, "non-empty"},
+    {"HT token_dtypes+INT32", BASE_HT, GROUP(token_dtypes), BF16 | NCCLX_DTYPE_BIT(NCCLX_INT32),
+     "non-empty"},
+    {"LL token_dtypes unknown bit", BASE_LL, GROUP(token_dtypes), BF16 | (1u << 20), "non-empty"},
+    {"LL token_dtypes FP4 only, FP8 recipe", BASE_LL, GROUP(token_dtypes), FP4, "takes BF16"},
+    {"LL layouts=0", BASE_LL, GROUP(layouts), 0, "for LL groups"},
+    {"LL layouts=FLAT", BASE_LL, GROUP(layouts), FLAT, "for LL groups"},
+    {"LL layouts unknown bit", BASE_LL, GROUP(layouts), EXPERT | 0x10u, "for LL groups"},
+    {"HT layouts=RANK_MAJOR", BASE_HT, GROUP(layouts), RANK, "for HT groups"},
+    {"HT layouts=0", BASE_HT, GROUP(layouts), 0, "for HT groups"},
+    {"LL recipes=0", BASE_LL, GROUP(recipes), 0, "for LL groups"},
+    {"LL recipes=MXFP8", BASE_LL, GROUP(recipes), NCCLX_EP_RECIPE_MXFP8, "for LL groups"},
+    {"HT recipes=FP8", BASE_HT, GROUP(recipes), NCCLX_EP_RECIPE_FP8, "for HT groups"},
+    {"HT recipes unknown bit", BASE_HT, GROUP(recipes), NCCLX_EP_RECIPE_NONE | 0x10u,
+     "for HT groups"},
+    {"HT QUANT_FWD max_token_bytes=0", BASE_HT, GROUP(max_token_bytes), 0, "non-zero multiple"},
+    {"HT QUANT_FWD max_token_bytes=7170", BASE_HT, GROUP(max_token_bytes), 7170,
+     "non-zero multiple"},
+    {"LL max_token_bytes without QUANT_FWD", BASE_LL, GROUP(max_token_bytes), 7168,
+     "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
+    {"LL max_scale_bytes without QUANT_FWD", BASE_LL, GROUP(max_scale_bytes), 224,
+     "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
+    {"LL max_dispatch_tokens_per_rank=0", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 0,
+     "outside [1, 1024] for LL"},
+    {"LL max_dispatch_tokens_per_rank=1025", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 1025,
+     "outside [1, 1024] for LL"},
+    {"LL max_dispatch_tokens_per_rank=1024 ok", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 1024,
+     VALID},
+    {"HT max_dispatch_tokens_per_rank=0", BASE_HT, GROUP(max_dispatch_tokens_per_rank), 0,
+     "outside [1, 1048576] for HT"},
+    {"HT max_dispatch_tokens_per_rank=1048577", BASE_HT, GROUP(max_dispatch_tokens_per_rank),
+     1048577, "outside [1, 1048576] for HT"},
+    {"HT max_dispatch_tokens_per_rank=1048576 ok", BASE_HT, GROUP(max_dispatch_tokens_per_rank),
+     1048576, VALID},
+    {"LL max_recv_tokens_per_rank=1", BASE_LL, GROUP(max_recv_tokens_per_rank), 1, "leave 0"},
+    {"HT max_recv_tokens_per_rank=1 ok", BASE_HT, GROUP(max_recv_tokens_per_rank), 1, VALID},
+    {"HT enable_mask=1", BASE_HT, GROUP(enable_mask), 1, "LL feature"},
+    {"LL enable_mask=2", BASE_LL, GROUP(enable_mask), 2, "must be 0 or 1"},
+    {"LL expert_alignment=2", BASE_LL, GROUP(expert_alignment), 2, "HT expert-major"},
+    {"LL expert_alignment=1 ok", BASE_LL, GROUP(expert_alignment), 1, VALID},
+    {"HT expert_alignment=1025", BASE_HT, GROUP(expert_alignment), 1025, "outside [0, 1024]"},
+    {"HT expert_alignment=1024 ok", BASE_HT, GROUP(expert_alignment), 1024, VALID},
+    {"LL sm_budget=1025", BASE_LL, GROUP(sm_budget), 1025, "outside [0, 1024]"},
+    {"HT sm_budget=132 ok", BASE_HT, GROUP(sm_budget), 132, VALID},
+    {"LL num_handles=0", BASE_LL, GROUP(num_handles), 0, "outside [1, 4096]"},
+    {"HT num_handles=4097", BASE_HT, GROUP(num_handles), 4097, "outside [1, 4096]"},
+    {"HT num_handles=4096 ok", BASE_HT, GROUP(num_handles), 4096, VALID},
+    {"team num_ranks=0", BASE_LL, TEAM(num_ranks), 0, "outside [1, 65536]"},
+    {"team num_ranks=65537", BASE_HT, TEAM(num_ranks), 65537, "outside [1, 65536]"},
+    {"team num_nodes=0", BASE_LL, TEAM(num_nodes), 0, "divide team.num_ranks"},
+    {"team num_nodes=3", BASE_HT, TEAM(num_nodes), 3, "divide team.num_ranks"},
+    {"team num_nodes=2 ok", BASE_HT, TEAM(num_nodes), 2, VALID},
+    {"team lsa_size=0", BASE_LL, TEAM(lsa_size), 0, "divide team.num_ranks"},
+    {"team lsa_size=3", BASE_HT, TEAM(lsa_size), 3, "divide team.num_ranks"},
+    {"team lsa_size=4 ok", BASE_LL, TEAM(lsa_size), 4, VALID},
+    {"plan num_ep_groups=65", BASE_LL, PLAN(num_ep_groups), NCCLX_MAX_EP_GROUPS + 1, "exceeds 64"},
+    {"plan host_block_bytes without block", BASE_HT, PLAN(host_block_bytes), 4096,
+     "plan.host_block is NULL"},
+};
+
+#define NUM_CASES (sizeof(cases) / sizeof(cases[0]))
+
+static void make_ll(ncclxEpGroupPlan_t *g)
+{
+    const ncclxEpGroupPlan_t init = NCCLX_EP_GROUP_PLAN_INIT;
+    *g = init;
+    g->algorithm = NCCLX_EP_ALGO_LL;
+    g->num_experts = 256;
+    g->max_topk = 8;
+    g->hidden = 7168;
+    g->token_dtypes = BF16 | FP4;
+    g->layouts = EXPERT | RANK;
+    g->recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_FP8;
+    g->max_dispatch_tokens_per_rank = 128;
+    g->enable_mask = 1;
+    g->num_handles = 4;
+}
+
+static void make_ht(ncclxEpGroupPlan_t *g)
+{
+    const ncclxEpGroupPlan_t init = NCCLX_EP_GROUP_PLAN_INIT;
+    *g = init;
+    g->algorithm = NCCLX_EP_ALGO_HT;
+    g->num_experts = 256;
+    g->max_topk = 8;
+    g->hidden = 7168;
+    g->token_dtypes = BF16 | FP8;
+    g->layouts = EXPERT | FLAT;
+    g->recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_MXFP8;
+    g->max_dispatch_tokens_per_rank = 4096;
+    g->max_token_bytes = 7168;
+    g->max_scale_bytes = 7168 / 128 * 4;
+    g->expert_alignment = 128;
+    g->num_handles = 4;
+}
+
+/* A plan of up to two groups, a team of 8 ranks on 1 node, all in one place. */
+typedef struct {
+    ncclxEpGroupPlan_t groups[2];
+    const ncclxEpGroupPlan_t *ptrs[2];
+    ncclxPlan_t plan;
+    ncclxTeam_t team;
+} fixture_t;
+
+static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t second)
+{
+    const ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    const ncclxTeam_t team = NCCLX_TEAM_INIT;
+    (first == BASE_LL ? make_ll : make_ht)(&f->groups[0]);
+    (second == BASE_LL ? make_ll : make_ht)(&f->groups[1]);
+    f->ptrs[0] = &f->groups[0];
+    f->ptrs[1] = &f->groups[1];
+    f->plan = plan;
+    f->plan.num_ep_groups = num_groups;
+    f->plan.ep_groups = f->ptrs;
+    f->team = team;
+    f->team.num_ranks = 8;
+    f->team.num_nodes = 1;
+    f->team.lsa_size = 8;
+}
+
+static void write_field(void *object, const field_case_t *c)
+{
+    unsigned char *at = (unsigned char *)object + c->offset;
+    if (c->width == sizeof(uint32_t)) {
+        uint32_t v = (uint32_t)c->value;
+        memcpy(at, &v, sizeof(v));
+    } else {
+        assert_int_equal(c->width, sizeof(uint64_t));
+        memcpy(at, &c->value, sizeof(c->value));
+    }
+}
+
+static void test_field_case(void **state)
+{
+    const field_case_t *c = *state;
+    fixture_t f;
+    char needle[96];
+    void *object[] = {[IN_GROUP] = &f.groups[0], [IN_TEAM] = &f.team, [IN_PLAN] = &f.plan};
+    const char *prefix[] = {
+        [IN_GROUP] = "plan.ep_groups[0]->", [IN_TEAM] = "team.", [IN_PLAN] = "plan."};
+
+    make_fixture(&f, 1, c->base, c->base);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    write_field(object[c->target], c);
+    if (c->reason[0] == '\0') {
+        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+        return;
+    }
+    snprintf(needle, sizeof(needle), "%s%s=", prefix[c->target], c->field);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, needle);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, c->reason);
+}
+
+static void test_valid_plans(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    (void)state;
+    for (int b = BASE_LL; b <= BASE_HT; b++) {
+        make_fixture(&f, 1, (base_t)b, (base_t)b);
+        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    }
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* No groups at all is a valid (M2N-only) plan; a NULL team means 1 rank on 1 node. */
+    f.plan.num_ep_groups = 0;
+    f.plan.m2n_staging_bytes = 1 << 20;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    make_fixture(&f, 2, BASE_HT, BASE_LL);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+}
+
+static void test_second_group_named(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.groups[1].hidden = 7176;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->hidden=7176");
+    /* With both groups bad, the first one is reported. */
+    f.groups[0].num_handles = 0;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->num_handles=0");
+}
+
+static void test_null_pointers(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    assert_ncclx_error(ncclxPlanValidate(NULL, &f.team), ncclxInvalidArgument, "plan is NULL");
+    f.plan.ep_groups = NULL;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups is NULL");
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.ptrs[1] = NULL;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1] is NULL");
+}
+
+static void test_host_block(void **state)
+{
+    fixture_t f;
+    unsigned char *block = aligned_alloc(4096, 8192);
+    (void)state;
+    assert_non_null(block);
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.plan.host_block = block;
+    f.plan.host_block_bytes = 8192;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.plan.host_block = block + 64;
+    f.plan.host_block_bytes = 4096;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.plan.host_block = block + 32;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.host_block=");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "not aligned to 64 bytes");
+    free(block);
+}
+
+/* Top-k cannot exceed the experts there are, even under NCCLX_EP_MAX_TOPK. */
+static void test_topk_above_experts(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].num_experts = 8;
+    f.groups[0].max_topk = 8;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].max_topk = 9;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->max_topk=9");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, "num_experts=8");
+}
+
+/* 4096 ranks x 1048576 HT tokens is 2^32 receive slots: caught at sizing, not wrapped. */
+static void test_recv_slots_overflow(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.num_ranks = 4096;
+    f.team.lsa_size = 4;
+    f.groups[0].num_experts = 4096;
+    f.groups[0].max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "max_recv_tokens_per_rank");
+    f.groups[0].max_recv_tokens_per_rank = 1u << 20;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+}
+
+/* A rejected plan must leave the caller's output struct exactly as it was. */
+static void test_sizes_untouched_on_error(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    ncclxPlanSizes_t before;
+    (void)state;
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        sizes.total[c] = 0x1111111111111111ull * (uint64_t)(c + 1);
+        sizes.per_handle[c] = 0xa5a5a5a5a5a5a5a5ull;
+    }
+    sizes.num_regions = 0xdeadbeefu;
+    sizes.reserved0 = 0xfeedfaceu;
+    memcpy(&before, &sizes, sizeof(before));
+
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.groups[1].layouts = RANK;
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->layouts");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    f.groups[1].layouts = FLAT;
+    f.team.lsa_size = 5;
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
+                       "team.lsa_size");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    /* The same plan, once fixed, does write the struct. */
+    f.team.lsa_size = 8;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    assert_int_not_equal(sizes.num_regions, 0xdeadbeefu);
+}
+
+int main(void)
+{
+    const struct CMUnitTest fixed[] = {
+        cmocka_unit_test(test_valid_plans),
+        cmocka_unit_test(test_second_group_named),
+        cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),
+        cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_slots_overflow),
+        cmocka_unit_test(test_sizes_untouched_on_error),
+    };
+    size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
+    struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
+    int failed;
+
+    if (tests == NULL) {
+        return 1;
+    }
+    memcpy(tests, fixed, sizeof(fixed));
+    /* One cmocka test per row, so that a report names the row that failed. */
+    for (size_t i = 0; i < NUM_CASES; i++) {
+        tests[num_fixed + i].name = cases[i].label;
+        tests[num_fixed + i].test_func = test_field_case;
+        tests[num_fixed + i].initial_state = (void *)&cases[i];
+    }
+    failed = _cmocka_run_group_tests("plan_validate", tests, num_fixed + NUM_CASES, NULL, NULL);
+    free(tests);
+    return failed;
+}
