@@ -9,6 +9,7 @@
  *   log.h      logging level, destination and callback
  *   env.h      the NCCLX_* environment variables
  *   init.h     contexts: ncclxInit, ncclxInitWithComm, ncclxFinalize
+ *   placement.h  GPU, CPU/NUMA binding and NIC choice (ncclxPlacementDecide)
  */
 #ifndef NCCLX_H_
 #define NCCLX_H_
@@ -20,5 +21,6 @@
 #include <ncclx/log.h>
 #include <ncclx/env.h>
 #include <ncclx/init.h>
+#include <ncclx/placement.h>
 
 #endif /* NCCLX_H_ */

@@ -32,9 +32,11 @@
 #define NCCLX_STRUCT_HEADER_INIT(type, magic) sizeof(type), (magic), NCCLX_VERSION_CODE
 
 /* Magics: "nx" followed by two letters naming the struct. */
-#define NCCLX_MAGIC_PLAN 0x6e78706cu          /* 'nxpl' */
-#define NCCLX_MAGIC_EP_GROUP_PLAN 0x6e786770u /* 'nxgp' */
-#define NCCLX_MAGIC_TEAM 0x6e78746du          /* 'nxtm' */
-#define NCCLX_MAGIC_PLAN_SIZES 0x6e78737au    /* 'nxsz' */
+#define NCCLX_MAGIC_PLAN            0x6e78706cu /* 'nxpl' */
+#define NCCLX_MAGIC_EP_GROUP_PLAN   0x6e786770u /* 'nxgp' */
+#define NCCLX_MAGIC_TEAM            0x6e78746du /* 'nxtm' */
+#define NCCLX_MAGIC_PLAN_SIZES      0x6e78737au /* 'nxsz' */
+#define NCCLX_MAGIC_PLACEMENT_QUERY 0x6e787071u /* 'nxpq' */
+#define NCCLX_MAGIC_PLACEMENT       0x6e787064u /* 'nxpd' */
 
 #endif /* NCCLX_STRUCT_H_ */
