@@ -277,3 +277,19 @@ err_destroy:
     hwloc_topology_destroy(t);
     return res;
 }
+
+ncclxResult_t ncclxTopologyExport(const char *xml_path)
+{
+    hwloc_topology_t topo;
+    ncclxResult_t res = ncclxSuccess;
+    if (xml_path == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxTopologyExport: xml_path is NULL");
+    }
+    NCCLX_CHECK(ncclx_topo_load(NULL, &topo));
+    if (hwloc_topology_export_xml(topo, xml_path, 0) != 0) {
+        res = NCCLX_ERROR(ncclxSystemError, "cannot write the topology to %s: %s", xml_path,
+                          strerror(errno));
+    }
+    hwloc_topology_destroy(topo);
+    return res;
+}

@@ -124,5 +124,13 @@ grep -q "^NCCLX_DEBUG default=WARN current=INFO # " "$tmp/env.out" ||
 grep -q "^NCCLX_BIND default=AUTO current=(unset) # " "$tmp/env.out" ||
     { echo "FAIL: --env NCCLX_BIND line:"; cat "$tmp/env.out"; fail=$((fail + 1)); }
 
+# This machine's topology round-trips: export it, then decide on the export.
+run export --export-topology "$tmp/this-machine.xml"
+expect_rc export 0
+grep -q '<topology version=' "$tmp/this-machine.xml" 2>/dev/null ||
+    { echo "FAIL: --export-topology wrote no hwloc XML"; fail=$((fail + 1)); }
+run reread --topology "$tmp/this-machine.xml" --gpu-busid 0000:00:00.0
+expect_rc reread 0
+
 [ $fail -eq 0 ] && echo "all ncclx-info checks passed"
 [ $fail -eq 0 ]

@@ -29,6 +29,7 @@ static void usage(FILE *out)
             "  --bind auto|none     binding policy (default: NCCLX_BIND)\n"
             "  --bound-cpuset SET   assume the process is already bound to SET (0x3 or 0-1)\n"
             "  --env                list the environment variables libncclx reads\n"
+            "  --export-topology FILE  write this machine's topology as hwloc XML and exit\n"
             "  --help\n"
             "Exit status: 0 success, 1 the library refused (message on stderr), 2 bad usage.\n");
 }
@@ -113,9 +114,14 @@ static int parse_number(int c, const char *arg, ncclxPlacementQuery_t *q)
 }
 
 /* One option; 0 on a bad one (already reported). */
+static const char *export_path;
+
 static int parse_option(int c, const char *arg, ncclxPlacementQuery_t *q, int *env_only)
 {
     switch (c) {
+    case 'x':
+        export_path = arg;
+        return 1;
     case 't':
         q->topology_xml = arg;
         return 1;
@@ -150,7 +156,8 @@ static int parse_options(int argc, char **argv, ncclxPlacementQuery_t *q, int *e
         {"local-rank", 1, NULL, 'r'},   {"local-size", 1, NULL, 's'},
         {"cuda-device", 1, NULL, 'd'},  {"bind", 1, NULL, 'b'},
         {"bound-cpuset", 1, NULL, 'c'}, {"env", 0, NULL, 'e'},
-        {"help", 0, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"help", 0, NULL, 'h'},         {"export-topology", 1, NULL, 'x'},
+        {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (!parse_option(c, optarg, q, env_only)) {
@@ -179,6 +186,15 @@ int main(int argc, char **argv)
     }
     if (env_only) {
         return print_env();
+    }
+    if (export_path != NULL) {
+        res = ncclxTopologyExport(export_path);
+        if (res != ncclxSuccess) {
+            fprintf(stderr, "ncclx-info: %s: %s\n", ncclxGetErrorString(res), ncclxGetLastError());
+            return 1;
+        }
+        printf("topology exported to %s\n", export_path);
+        return 0;
     }
     res = ncclxPlacementDecide(&query, &placement);
     if (res != ncclxSuccess) {

@@ -113,6 +113,12 @@ ncclxResult_t ncclxPlacementDecide(const ncclxPlacementQuery_t *query, ncclxPlac
  */
 ncclxResult_t ncclxPlacementPrint(const ncclxPlacement_t *placement, FILE *out);
 
+/**
+ * Writes this machine's topology, with its PCI devices and NICs, as hwloc XML to xml_path:
+ * the file ncclxPlacementDecide and tools/ncclx-info --topology read back.
+ */
+ncclxResult_t ncclxTopologyExport(const char *xml_path);
+
 #ifdef __cplusplus
 }
 #endif
