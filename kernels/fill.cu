@@ -5,7 +5,8 @@
  */
 #include "kernels.h"
 
-namespace {
+namespace
+{
 
 constexpr int kFillThreads = 256;
 constexpr int kFillMaxBlocks = 1024;

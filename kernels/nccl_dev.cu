@@ -11,7 +11,8 @@
 static_assert(sizeof(ncclDevComm) <= NCCLX_DEVCOMM_STORAGE_BYTES,
               "NCCLX_DEVCOMM_STORAGE_BYTES is too small for this NCCL's ncclDevComm");
 
-namespace {
+namespace
+{
 
 // One thread per LSA peer: the table kernels use to reach peers by load/store.
 __global__ void ncclxResolvePeersKernel(ncclWindow_t window, size_t offset, int lsa_size,

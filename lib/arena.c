@@ -32,17 +32,16 @@ void ncclx_arena_init_measure(ncclx_arena_t *arena, const char *name)
     arena->used = 0;
 }
 
-ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *base,
-                               size_t capacity, size_t max_align)
+ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *base, size_t capacity,
+                               size_t max_align)
 {
     if (!ncclx_is_pow2(max_align)) {
         return NCCLX_ERROR(ncclxInternalError, "%s arena: alignment %zu is not a power of two",
                            name, max_align);
     }
     if (base == NULL || ((uintptr_t)base & (max_align - 1)) != 0) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "%s arena: base %p is not aligned to %zu bytes", name, base,
-                           max_align);
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s arena: base %p is not aligned to %zu bytes",
+                           name, base, max_align);
     }
     arena->name = name;
     arena->base = (uintptr_t)base;
@@ -51,17 +50,18 @@ ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *bas
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclx_arena_carve(ncclx_arena_t *arena, size_t bytes, size_t align,
-                                const char *what, size_t *offset, void **ptr)
+ncclxResult_t ncclx_arena_carve(ncclx_arena_t *arena, size_t bytes, size_t align, const char *what,
+                                size_t *offset, void **ptr)
 {
     size_t start, end;
     if (!ncclx_is_pow2(align)) {
-        return NCCLX_ERROR(ncclxInternalError, "%s arena: %s: alignment %zu is not a power of "
-                           "two", arena->name, what, align);
+        return NCCLX_ERROR(ncclxInternalError,
+                           "%s arena: %s: alignment %zu is not a power of "
+                           "two",
+                           arena->name, what, align);
     }
     if (!ncclx_size_add(arena->used, align - 1, &start)) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s arena: %s: size overflows", arena->name,
-                           what);
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s arena: %s: size overflows", arena->name, what);
     }
     start &= ~(align - 1);
     if (!ncclx_size_add(start, bytes, &end)) {

@@ -14,7 +14,7 @@
 #include <ncclx/result.h>
 
 #define NCCLX_DEVICE_ALIGN 256u /* cudaMalloc's guarantee; every device region starts on it */
-#define NCCLX_HOST_ALIGN 64u    /* a cache line: host regions never share one */
+#define NCCLX_HOST_ALIGN   64u  /* a cache line: host regions never share one */
 
 typedef struct {
     const char *name; /* "symmetric", ... for messages */
@@ -30,8 +30,8 @@ void ncclx_arena_init_measure(ncclx_arena_t *arena, const char *name);
  * An arena over [base, base + capacity).  base must be aligned to max_align (the largest
  * alignment later carves ask for), else ncclxInvalidArgument.
  */
-ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *base,
-                               size_t capacity, size_t max_align);
+ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *base, size_t capacity,
+                               size_t max_align);
 
 /**
  * Carves bytes aligned to align (a power of two) after the last region.  *offset receives the
@@ -39,8 +39,8 @@ ncclxResult_t ncclx_arena_init(ncclx_arena_t *arena, const char *name, void *bas
  * ncclxResourceExhausted naming what and the bytes needed and left; size overflow ->
  * ncclxInvalidArgument.
  */
-ncclxResult_t ncclx_arena_carve(ncclx_arena_t *arena, size_t bytes, size_t align,
-                                const char *what, size_t *offset, void **ptr);
+ncclxResult_t ncclx_arena_carve(ncclx_arena_t *arena, size_t bytes, size_t align, const char *what,
+                                size_t *offset, void **ptr);
 
 /** Checked arithmetic for sizes: 0 on overflow. */
 int ncclx_size_mul(size_t a, size_t b, size_t *out);

@@ -101,9 +101,8 @@ static ncclxResult_t ncclx_context_barrier(struct ncclxContext *ctx)
 {
     ncclxResult_t res = ncclxSuccess;
     void *scratch = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, ctx->regions.scratch);
-    NCCLX_NCCL_CHECK_GOTO(ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, ctx->comm,
-                                        ctx->stream),
-                          res, out);
+    NCCLX_NCCL_CHECK_GOTO(
+        ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, ctx->comm, ctx->stream), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
 out:
     return res;
@@ -138,19 +137,19 @@ ncclxResult_t ncclx_context_setup(struct ncclxContext *ctx, const ncclxPlan_t *p
     int lsa;
     NCCLX_NCCL_CHECK_GOTO(ncclCommCuDevice(ctx->comm, &ctx->cuda_device), res, err);
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(ctx->cuda_device), res, err);
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res,
-                          err);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, err);
     /* The device communicator first: it knows the real LSA (NVLink) team. */
-    NCCLX_NCCL_CHECK_GOTO((ncclResult_t)ncclx_devcomm_create(ctx->comm, NCCLX_DEFAULT_LSA_BARRIERS,
-                                                             ctx->devcomm),
-                          res, err_destroy_stream);
+    NCCLX_NCCL_CHECK_GOTO(
+        (ncclResult_t)ncclx_devcomm_create(ctx->comm, NCCLX_DEFAULT_LSA_BARRIERS, ctx->devcomm),
+        res, err_destroy_stream);
     ctx->devcomm_created = 1;
     lsa = ncclx_devcomm_lsa_size(ctx->devcomm);
     if (team == NULL) {
         NCCLX_CHECK_GOTO(ncclx_team_from_comm(ctx, lsa, &comm_team), res, err_destroy_devcomm);
         team = &comm_team;
     } else if ((int)team->lsa_size != lsa) {
-        res = NCCLX_ERROR(ncclxUnsupported, "NCCL's load/store team has %d ranks but the job "
+        res = NCCLX_ERROR(ncclxUnsupported,
+                          "NCCL's load/store team has %d ranks but the job "
                           "runs %u ranks per node: LSA teams spanning nodes are not supported yet",
                           lsa, team->lsa_size);
         goto err_destroy_devcomm;

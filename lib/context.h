@@ -18,11 +18,11 @@
 
 /** The four arenas' memory, allocated once. */
 typedef struct {
-    void *base[NCCLX_MEM_NUM_CLASSES];     /* host view; NULL when the class is empty */
+    void *base[NCCLX_MEM_NUM_CLASSES]; /* host view; NULL when the class is empty */
     size_t bytes[NCCLX_MEM_NUM_CLASSES];
-    void *mapped_device;                   /* device view of the mapped-host arena */
-    ncclWindow_t window;                   /* the symmetric arena's window */
-    int host_owned;                        /* the host block was allocated by us */
+    void *mapped_device; /* device view of the mapped-host arena */
+    ncclWindow_t window; /* the symmetric arena's window */
+    int host_owned;      /* the host block was allocated by us */
 } ncclx_arenas_t;
 
 struct ncclxContext {
@@ -30,16 +30,16 @@ struct ncclxContext {
     ncclx_plan_regions_t regions;
     ncclx_arenas_t arenas;
     ncclComm_t comm;
-    int comm_owned;                        /* created by ncclxInit: destroyed at finalize */
+    int comm_owned; /* created by ncclxInit: destroyed at finalize */
     int cuda_device;
-    cudaStream_t stream;                   /* init/finalize work, non-blocking */
+    cudaStream_t stream; /* init/finalize work, non-blocking */
     _Alignas(16) unsigned char devcomm[NCCLX_DEVCOMM_STORAGE_BYTES];
     int devcomm_created;
-    void **peer_table;                     /* device: lsa_size pointers into the window */
+    void **peer_table; /* device: lsa_size pointers into the window */
     ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
     ncclxContextInfo_t info;
-    void *bootstrap;                       /* pmix/bootstrap state when ncclxInit made it */
-    ncclxPlacement_t placement;            /* what ncclxInit decided and applied */
+    void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */
+    ncclxPlacement_t placement; /* what ncclxInit decided and applied */
     int has_placement;
 };
 

@@ -28,15 +28,14 @@ static ncclxResult_t ncclx_check_fits(const size_t bytes[])
         res = NCCLX_ERROR(ncclxOutOfMemory,
                           "the plan needs %zu bytes of GPU memory (symmetric %zu + device %zu) "
                           "but the GPU has %zu free of %zu",
-                          needed, bytes[NCCLX_MEM_SYMMETRIC], bytes[NCCLX_MEM_DEVICE],
-                          free_bytes, total_bytes);
+                          needed, bytes[NCCLX_MEM_SYMMETRIC], bytes[NCCLX_MEM_DEVICE], free_bytes,
+                          total_bytes);
     }
 out:
     return res;
 }
 
-static ncclxResult_t ncclx_host_block(ncclx_arenas_t *arenas, size_t bytes,
-                                      const ncclxPlan_t *plan)
+static ncclxResult_t ncclx_host_block(ncclx_arenas_t *arenas, size_t bytes, const ncclxPlan_t *plan)
 {
     if (plan->host_block != NULL) {
         if (plan->host_block_bytes < bytes) {
@@ -47,11 +46,10 @@ static ncclxResult_t ncclx_host_block(ncclx_arenas_t *arenas, size_t bytes,
         arenas->base[NCCLX_MEM_HOST] = plan->host_block;
         return ncclxSuccess;
     }
-    arenas->base[NCCLX_MEM_HOST] = aligned_alloc(NCCLX_HOST_ALIGN,
-                                                 ncclx_align_up(bytes, NCCLX_HOST_ALIGN));
+    arenas->base[NCCLX_MEM_HOST] =
+        aligned_alloc(NCCLX_HOST_ALIGN, ncclx_align_up(bytes, NCCLX_HOST_ALIGN));
     if (arenas->base[NCCLX_MEM_HOST] == NULL) {
-        return NCCLX_ERROR(ncclxOutOfMemory, "host block of %zu bytes: out of host memory",
-                           bytes);
+        return NCCLX_ERROR(ncclxOutOfMemory, "host block of %zu bytes: out of host memory", bytes);
     }
     arenas->host_owned = 1;
     return ncclxSuccess;
@@ -67,9 +65,8 @@ ncclxResult_t ncclx_arenas_alloc(ncclx_arenas_t *arenas, const size_t bytes[],
     }
     NCCLX_CHECK(ncclx_check_fits(bytes));
     if (bytes[NCCLX_MEM_SYMMETRIC] > 0) {
-        NCCLX_NCCL_CHECK_GOTO(ncclMemAlloc(&arenas->base[NCCLX_MEM_SYMMETRIC],
-                                           bytes[NCCLX_MEM_SYMMETRIC]),
-                              res, err);
+        NCCLX_NCCL_CHECK_GOTO(
+            ncclMemAlloc(&arenas->base[NCCLX_MEM_SYMMETRIC], bytes[NCCLX_MEM_SYMMETRIC]), res, err);
         NCCLX_NCCL_CHECK_GOTO(ncclCommWindowRegister(comm, arenas->base[NCCLX_MEM_SYMMETRIC],
                                                      bytes[NCCLX_MEM_SYMMETRIC], &arenas->window,
                                                      NCCL_WIN_COLL_SYMMETRIC),
@@ -124,12 +121,12 @@ ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas, ncclComm_t comm)
             first, NCCLX_CUDA_STATUS(cudaFreeHost(arenas->base[NCCLX_MEM_MAPPED_HOST])));
     }
     if (arenas->base[NCCLX_MEM_DEVICE] != NULL) {
-        first = ncclx_first_error(first,
-                                  NCCLX_CUDA_STATUS(cudaFree(arenas->base[NCCLX_MEM_DEVICE])));
+        first =
+            ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaFree(arenas->base[NCCLX_MEM_DEVICE])));
     }
     if (arenas->window != NULL) {
-        first = ncclx_first_error(first,
-                                  NCCLX_NCCL_STATUS(ncclCommWindowDeregister(comm, arenas->window)));
+        first = ncclx_first_error(
+            first, NCCLX_NCCL_STATUS(ncclCommWindowDeregister(comm, arenas->window)));
     }
     if (arenas->base[NCCLX_MEM_SYMMETRIC] != NULL) {
         first = ncclx_first_error(

@@ -28,8 +28,7 @@ static const char *const ncclx_debug_levels[] = {"NONE", "WARN", "INFO", "TRACE"
 static const char *const ncclx_bind_choices[] = {"AUTO", "NONE", NULL};
 
 static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
-    [NCCLX_ENV_DEBUG] = {"NCCLX_DEBUG", "WARN",
-                         "log level: NONE, WARN, INFO or TRACE",
+    [NCCLX_ENV_DEBUG] = {"NCCLX_DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE",
                          NCCLX_ENV_KIND_CHOICE, ncclx_debug_levels, 0, 0},
     [NCCLX_ENV_DEBUG_FILE] = {"NCCLX_DEBUG_FILE", "",
                               "log to this file instead of stderr (%h: host name, %p: pid)",
@@ -160,8 +159,8 @@ ncclxResult_t ncclxEnvGet(int index, ncclxEnvVar_t *var)
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEnvGet: var is NULL");
     }
     if (index < 0 || index >= NCCLX_ENV_NUM_VARS) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEnvGet: index %d is outside [0, %d)",
-                           index, NCCLX_ENV_NUM_VARS);
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEnvGet: index %d is outside [0, %d)", index,
+                           NCCLX_ENV_NUM_VARS);
     }
     var->name = ncclx_env_table[index].name;
     var->default_value = ncclx_env_table[index].default_value;

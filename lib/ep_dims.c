@@ -67,9 +67,11 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
         recv_slots = g->max_recv_tokens_per_rank;
     }
     if (recv_slots > UINT32_MAX) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "plan.ep_groups[%u]: ranks * "
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "plan.ep_groups[%u]: ranks * "
                            "max_dispatch_tokens_per_rank = %llu receive slots exceeds 2^32-1; "
-                           "set max_recv_tokens_per_rank", gi, (unsigned long long)recv_slots);
+                           "set max_recv_tokens_per_rank",
+                           gi, (unsigned long long)recv_slots);
     }
     d->recv_slots = (uint32_t)recv_slots;
     if (ll && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {

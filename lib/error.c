@@ -44,8 +44,7 @@ void ncclx_error_clear(void)
     ncclx_last_error[0] = '\0';
 }
 
-ncclxResult_t ncclx_error_at(ncclxResult_t result, const char *file, int line, const char *fmt,
-                             ...)
+ncclxResult_t ncclx_error_at(ncclxResult_t result, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -13,8 +13,8 @@
 #include "log.h"
 
 /** Records "message" as the last error, logs it at WARN, and returns result. */
-ncclxResult_t ncclx_error_at(ncclxResult_t result, const char *file, int line, const char *fmt,
-                             ...) __attribute__((format(printf, 4, 5)));
+ncclxResult_t ncclx_error_at(ncclxResult_t result, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define NCCLX_ERROR(result, ...) ncclx_error_at((result), __FILE__, __LINE__, __VA_ARGS__)
 
@@ -22,12 +22,12 @@ ncclxResult_t ncclx_error_at(ncclxResult_t result, const char *file, int line, c
 void ncclx_error_clear(void);
 
 /** Returns from the enclosing function if call fails (the error was already reported). */
-#define NCCLX_CHECK(call)                     \
-    do {                                      \
-        ncclxResult_t ncclx_res_ = (call);    \
-        if (ncclx_res_ != ncclxSuccess) {     \
-            return ncclx_res_;                \
-        }                                     \
+#define NCCLX_CHECK(call)                  \
+    do {                                   \
+        ncclxResult_t ncclx_res_ = (call); \
+        if (ncclx_res_ != ncclxSuccess) {  \
+            return ncclx_res_;             \
+        }                                  \
     } while (0)
 
 /** Stores the status of call in res and jumps to label if it failed. */

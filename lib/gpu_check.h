@@ -17,8 +17,10 @@ ncclxResult_t ncclx_nccl_status(ncclResult_t err, const char *call, const char *
 
 #define NCCLX_CUDA_STATUS(call) ncclx_cuda_status((call), #call, __FILE__, __LINE__)
 #define NCCLX_NCCL_STATUS(call) ncclx_nccl_status((call), #call, __FILE__, __LINE__)
-#define NCCLX_CUDA_CHECK_GOTO(call, res, label) NCCLX_CHECK_GOTO(NCCLX_CUDA_STATUS(call), res, label)
-#define NCCLX_NCCL_CHECK_GOTO(call, res, label) NCCLX_CHECK_GOTO(NCCLX_NCCL_STATUS(call), res, label)
+#define NCCLX_CUDA_CHECK_GOTO(call, res, label) \
+    NCCLX_CHECK_GOTO(NCCLX_CUDA_STATUS(call), res, label)
+#define NCCLX_NCCL_CHECK_GOTO(call, res, label) \
+    NCCLX_CHECK_GOTO(NCCLX_NCCL_STATUS(call), res, label)
 
 /** first if it is an error, else res: cleanup paths report the first failure. */
 static inline ncclxResult_t ncclx_first_error(ncclxResult_t first, ncclxResult_t res)

@@ -24,8 +24,7 @@ _Static_assert(sizeof(ncclxInitConfig_t) == NCCLX_INIT_CONFIG_SIZE_V1,
  * contexts never collide. */
 static atomic_uint ncclx_next_instance = 1;
 
-static ncclxResult_t ncclx_import_config(const ncclxInitConfig_t *config,
-                                         ncclxInitConfig_t *out)
+static ncclxResult_t ncclx_import_config(const ncclxInitConfig_t *config, ncclxInitConfig_t *out)
 {
     const ncclxInitConfig_t defaults = NCCLX_INIT_CONFIG_INIT;
     *out = defaults;
@@ -91,12 +90,11 @@ static ncclxResult_t ncclx_comm_from_bootstrap(struct ncclxContext *ctx,
     if (bs->rank == 0) {
         NCCLX_NCCL_CHECK_GOTO(ncclGetUniqueId(&id), res, out);
     }
-    NCCLX_CHECK_GOTO(ncclx_bootstrap_exchange(bs, "nccl_unique_id", instance, 0, &id, sizeof(id),
-                                              0),
-                     res, out);
-    NCCLX_NCCL_CHECK_GOTO(ncclCommInitRankConfig(&ctx->comm, (int)bs->size, id, (int)bs->rank,
-                                                 &nccl_config),
-                          res, out);
+    NCCLX_CHECK_GOTO(
+        ncclx_bootstrap_exchange(bs, "nccl_unique_id", instance, 0, &id, sizeof(id), 0), res, out);
+    NCCLX_NCCL_CHECK_GOTO(
+        ncclCommInitRankConfig(&ctx->comm, (int)bs->size, id, (int)bs->rank, &nccl_config), res,
+        out);
     ctx->comm_owned = 1;
 out:
     return res;
@@ -139,13 +137,12 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
                                            &ctx->placement),
                      res, err_finalize_bootstrap);
     ctx->has_placement = 1;
-    NCCLX_CHECK_GOTO(ncclx_comm_from_bootstrap(ctx, bs, cfg.instance), res,
-                     err_finalize_bootstrap);
+    NCCLX_CHECK_GOTO(ncclx_comm_from_bootstrap(ctx, bs, cfg.instance), res, err_finalize_bootstrap);
     ncclx_info_from_bootstrap(&ctx->info, bs);
     NCCLX_CHECK_GOTO(ncclx_context_setup(ctx, plan, &team), res, err_destroy_comm);
     ctx->bootstrap = bs;
-    NCCLX_INFO("context ready: rank %u of %u (local %u of %u, node %u of %u), device %d",
-               bs->rank, bs->size, bs->local_rank, bs->local_size, bs->node_id, bs->num_nodes,
+    NCCLX_INFO("context ready: rank %u of %u (local %u of %u, node %u of %u), device %d", bs->rank,
+               bs->size, bs->local_rank, bs->local_size, bs->node_id, bs->num_nodes,
                ctx->cuda_device);
     *context = ctx;
     return ncclxSuccess;
@@ -186,7 +183,7 @@ ncclxResult_t ncclxContextGetPlacement(ncclxContext_t ctx, ncclxPlacement_t *pla
     }
     if (!ctx->has_placement) {
         return NCCLX_ERROR(ncclxInvalidUsage, "ncclxContextGetPlacement: the context was made "
-                           "by ncclxInitWithComm, which places nothing");
+                                              "by ncclxInitWithComm, which places nothing");
     }
     NCCLX_CHECK(ncclx_struct_check_output(placement, NCCLX_MAGIC_PLACEMENT,
                                           sizeof(ncclxPlacement_t), "placement"));

@@ -17,10 +17,10 @@
 
 typedef struct {
     pthread_mutex_t lock;
-    int loaded;               /* NCCLX_DEBUG and NCCLX_DEBUG_FILE were read */
+    int loaded; /* NCCLX_DEBUG and NCCLX_DEBUG_FILE were read */
     ncclxLogLevel_t level;
-    int level_overridden;     /* ncclxSetLogLevel() wins over NCCLX_DEBUG */
-    FILE *file;               /* NULL: stderr */
+    int level_overridden; /* ncclxSetLogLevel() wins over NCCLX_DEBUG */
+    FILE *file;           /* NULL: stderr */
     ncclxLogCallback_t callback;
     void *user_data;
     int rank;
@@ -64,9 +64,10 @@ static void ncclx_log_load_locked(void)
     ncclx_log.host[sizeof(ncclx_log.host) - 1] = '\0';
     if (!ncclx_env_choice_quiet(NCCLX_ENV_DEBUG, &index)) {
         /* The logger cannot report through itself: say it once on stderr. */
-        fprintf(stderr, "%s:%d NCCLX WARN NCCLX_DEBUG='%s' is not one of NONE, WARN, INFO, "
-                "TRACE; using WARN\n", ncclx_log.host, (int)getpid(),
-                ncclx_env_raw(NCCLX_ENV_DEBUG));
+        fprintf(stderr,
+                "%s:%d NCCLX WARN NCCLX_DEBUG='%s' is not one of NONE, WARN, INFO, "
+                "TRACE; using WARN\n",
+                ncclx_log.host, (int)getpid(), ncclx_env_raw(NCCLX_ENV_DEBUG));
     }
     if (!ncclx_log.level_overridden) {
         ncclx_log.level = (ncclxLogLevel_t)index;
@@ -81,8 +82,10 @@ static void ncclx_log_load_locked(void)
         ncclx_log_expand_path(path, ncclx_log.host, expanded, sizeof(expanded));
         ncclx_log.file = fopen(expanded, "a");
         if (ncclx_log.file == NULL) {
-            fprintf(stderr, "%s:%d NCCLX WARN cannot open NCCLX_DEBUG_FILE '%s'; logging to "
-                    "stderr\n", ncclx_log.host, (int)getpid(), expanded);
+            fprintf(stderr,
+                    "%s:%d NCCLX WARN cannot open NCCLX_DEBUG_FILE '%s'; logging to "
+                    "stderr\n",
+                    ncclx_log.host, (int)getpid(), expanded);
         }
     }
     ncclx_log.loaded = 1;

@@ -25,15 +25,15 @@ void ncclx_log_set_rank(int rank);
 /** Re-reads NCCLX_DEBUG and NCCLX_DEBUG_FILE (tests; init of a new context). */
 void ncclx_log_reload(void);
 
-#define NCCLX_LOG(level, ...)                                                    \
-    do {                                                                         \
-        if ((level) <= NCCLX_LOG_MAX_LEVEL && ncclx_log_enabled(level)) {        \
-            ncclx_log_at((level), __FILE__, __LINE__, __VA_ARGS__);              \
-        }                                                                        \
+#define NCCLX_LOG(level, ...)                                             \
+    do {                                                                  \
+        if ((level) <= NCCLX_LOG_MAX_LEVEL && ncclx_log_enabled(level)) { \
+            ncclx_log_at((level), __FILE__, __LINE__, __VA_ARGS__);       \
+        }                                                                 \
     } while (0)
 
-#define NCCLX_WARN(...) NCCLX_LOG(NCCLX_LOG_WARN, __VA_ARGS__)
-#define NCCLX_INFO(...) NCCLX_LOG(NCCLX_LOG_INFO, __VA_ARGS__)
+#define NCCLX_WARN(...)  NCCLX_LOG(NCCLX_LOG_WARN, __VA_ARGS__)
+#define NCCLX_INFO(...)  NCCLX_LOG(NCCLX_LOG_INFO, __VA_ARGS__)
 #define NCCLX_TRACE(...) NCCLX_LOG(NCCLX_LOG_TRACE, __VA_ARGS__)
 
 #endif /* NCCLX_LIB_LOG_H_ */

@@ -58,8 +58,8 @@ ncclxResult_t ncclxPlanComputeSizes(const ncclxPlan_t *plan, const ncclxTeam_t *
 {
     ncclxPlanSizes_t result = NCCLX_PLAN_SIZES_INIT;
     ncclx_layout_t layout;
-    NCCLX_CHECK(ncclx_struct_check_output(sizes, NCCLX_MAGIC_PLAN_SIZES,
-                                          NCCLX_PLAN_SIZES_SIZE_V1, "sizes"));
+    NCCLX_CHECK(ncclx_struct_check_output(sizes, NCCLX_MAGIC_PLAN_SIZES, NCCLX_PLAN_SIZES_SIZE_V1,
+                                          "sizes"));
     NCCLX_CHECK(ncclx_plan_measure(plan, team, NULL, NULL, &layout));
     for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
         result.total[c] = layout.arena[c].used;
@@ -91,8 +91,9 @@ static void ncclx_print_region(const ncclx_region_t *region, void *ctx)
     if (region->group >= 0) {
         snprintf(owner, sizeof(owner), "ep_group[%d]", region->group);
     }
-    fprintf((FILE *)ctx, "  %-11s %-12s %-26s %14zu %16zu  %s", ncclxMemClassName(region->mem_class),
-            owner, region->name, region->offset, region->bytes, human);
+    fprintf((FILE *)ctx, "  %-11s %-12s %-26s %14zu %16zu  %s",
+            ncclxMemClassName(region->mem_class), owner, region->name, region->offset,
+            region->bytes, human);
     if (region->count > 1) {
         fprintf((FILE *)ctx, "  (%u x %zu)", region->count, region->each);
     }
@@ -105,8 +106,7 @@ ncclxResult_t ncclxPlanPrint(const ncclxPlan_t *plan, const ncclxTeam_t *team, F
     if (out == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxPlanPrint: out is NULL");
     }
-    fprintf(out, "  %-11s %-12s %-26s %14s %16s\n", "class", "owner", "region", "offset",
-            "bytes");
+    fprintf(out, "  %-11s %-12s %-26s %14s %16s\n", "class", "owner", "region", "offset", "bytes");
     NCCLX_CHECK(ncclx_plan_measure(plan, team, ncclx_print_region, out, &layout));
     fprintf(out, "  totals per rank:\n");
     for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {

@@ -12,17 +12,15 @@
 #include "struct.h"
 
 #define NCCLX_KNOWN_DTYPES ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
-#define NCCLX_TOKEN_DTYPES                                                                    \
-    (NCCLX_DTYPE_BIT(NCCLX_BFLOAT16) | NCCLX_DTYPE_BIT(NCCLX_FLOAT16) |                       \
-     NCCLX_DTYPE_BIT(NCCLX_FLOAT32) | NCCLX_DTYPE_BIT(NCCLX_FP8_E4M3) |                       \
-     NCCLX_DTYPE_BIT(NCCLX_FP8_E5M2) | NCCLX_DTYPE_BIT(NCCLX_FP4X2_E2M1) |                    \
+#define NCCLX_TOKEN_DTYPES                                                 \
+    (NCCLX_DTYPE_BIT(NCCLX_BFLOAT16) | NCCLX_DTYPE_BIT(NCCLX_FLOAT16) |    \
+     NCCLX_DTYPE_BIT(NCCLX_FLOAT32) | NCCLX_DTYPE_BIT(NCCLX_FP8_E4M3) |    \
+     NCCLX_DTYPE_BIT(NCCLX_FP8_E5M2) | NCCLX_DTYPE_BIT(NCCLX_FP4X2_E2M1) | \
      NCCLX_DTYPE_BIT(NCCLX_UINT8))
 #define NCCLX_LL_LAYOUTS (NCCLX_EP_LAYOUT_EXPERT_MAJOR | NCCLX_EP_LAYOUT_RANK_MAJOR)
 #define NCCLX_HT_LAYOUTS (NCCLX_EP_LAYOUT_EXPERT_MAJOR | NCCLX_EP_LAYOUT_FLAT)
-#define NCCLX_LL_RECIPES \
-    (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_FP8)
-#define NCCLX_HT_RECIPES \
-    (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_MXFP8)
+#define NCCLX_LL_RECIPES (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_FP8)
+#define NCCLX_HT_RECIPES (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_MXFP8)
 
 uint32_t ncclx_dtype_bits(ncclxDataType_t dtype)
 {
@@ -45,7 +43,7 @@ uint32_t ncclx_dtype_bits(ncclxDataType_t dtype)
     }
 }
 
-#define GROUP_FIELD_ERROR(gi, field, fmt, ...)                                                \
+#define GROUP_FIELD_ERROR(gi, field, fmt, ...) \
     NCCLX_ERROR(ncclxInvalidArgument, "plan.ep_groups[%u]->" field fmt, (gi), __VA_ARGS__)
 
 static ncclxResult_t ncclx_check_team(const ncclxTeam_t *team)
@@ -71,15 +69,19 @@ static ncclxResult_t ncclx_check_team(const ncclxTeam_t *team)
 static ncclxResult_t ncclx_check_token_dtypes(const ncclxEpGroupPlan_t *g, uint32_t gi)
 {
     if (g->token_dtypes == 0 || (g->token_dtypes & ~NCCLX_TOKEN_DTYPES) != 0) {
-        return GROUP_FIELD_ERROR(gi, "token_dtypes", "=0x%x: must be a non-empty set of "
+        return GROUP_FIELD_ERROR(gi, "token_dtypes",
+                                 "=0x%x: must be a non-empty set of "
                                  "NCCLX_DTYPE_BIT() of token types (BF16, FP16, FP32, FP8, FP4x2, "
-                                 "UINT8)", g->token_dtypes);
+                                 "UINT8)",
+                                 g->token_dtypes);
     }
     for (int t = 0; t < NCCLX_NUM_DATA_TYPES; t++) {
         uint64_t row_bits = (uint64_t)g->hidden * ncclx_dtype_bits((ncclxDataType_t)t);
         if ((g->token_dtypes & NCCLX_DTYPE_BIT(t)) && row_bits % 128 != 0) {
-            return GROUP_FIELD_ERROR(gi, "hidden", "=%u: a row of dtype %d is %" PRIu64
-                                     " bits, not a multiple of 16 bytes", g->hidden, t, row_bits);
+            return GROUP_FIELD_ERROR(gi, "hidden",
+                                     "=%u: a row of dtype %d is %" PRIu64
+                                     " bits, not a multiple of 16 bytes",
+                                     g->hidden, t, row_bits);
         }
     }
     return ncclxSuccess;
@@ -89,52 +91,70 @@ static ncclxResult_t ncclx_check_recipes(const ncclxEpGroupPlan_t *g, uint32_t g
 {
     uint32_t allowed = ll ? NCCLX_LL_RECIPES : NCCLX_HT_RECIPES;
     if (g->recipes == 0 || (g->recipes & ~allowed) != 0) {
-        return GROUP_FIELD_ERROR(gi, "recipes", "=0x%x: must be a non-empty subset of 0x%x for "
-                                 "%s groups", g->recipes, allowed, ll ? "LL" : "HT");
+        return GROUP_FIELD_ERROR(gi, "recipes",
+                                 "=0x%x: must be a non-empty subset of 0x%x for "
+                                 "%s groups",
+                                 g->recipes, allowed, ll ? "LL" : "HT");
     }
     if ((g->recipes & NCCLX_EP_RECIPE_FP8) && g->hidden % 128 != 0) {
-        return GROUP_FIELD_ERROR(gi, "hidden", "=%u: the FP8 recipe needs a multiple of 128 "
-                                 "(one scale per 128 elements)", g->hidden);
+        return GROUP_FIELD_ERROR(gi, "hidden",
+                                 "=%u: the FP8 recipe needs a multiple of 128 "
+                                 "(one scale per 128 elements)",
+                                 g->hidden);
     }
-    if ((g->recipes & NCCLX_EP_RECIPE_FP8) && !(g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_BFLOAT16))) {
-        return GROUP_FIELD_ERROR(gi, "token_dtypes", "=0x%x: the FP8 recipe takes BF16 tokens; "
-                                 "add NCCLX_DTYPE_BIT(NCCLX_BFLOAT16)", g->token_dtypes);
+    if ((g->recipes & NCCLX_EP_RECIPE_FP8) &&
+        !(g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_BFLOAT16))) {
+        return GROUP_FIELD_ERROR(gi, "token_dtypes",
+                                 "=0x%x: the FP8 recipe takes BF16 tokens; "
+                                 "add NCCLX_DTYPE_BIT(NCCLX_BFLOAT16)",
+                                 g->token_dtypes);
     }
     if ((g->recipes & NCCLX_EP_RECIPE_MXFP8) && g->hidden % 32 != 0) {
-        return GROUP_FIELD_ERROR(gi, "hidden", "=%u: the MXFP8 recipe needs a multiple of 32 "
-                                 "(one scale per 32 elements)", g->hidden);
+        return GROUP_FIELD_ERROR(gi, "hidden",
+                                 "=%u: the MXFP8 recipe needs a multiple of 32 "
+                                 "(one scale per 32 elements)",
+                                 g->hidden);
     }
     if (g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) {
         if (g->max_token_bytes == 0 || g->max_token_bytes % 16 != 0) {
-            return GROUP_FIELD_ERROR(gi, "max_token_bytes", "=%u: QUANT_FWD needs the row size in "
-                                     "bytes, a non-zero multiple of 16", g->max_token_bytes);
+            return GROUP_FIELD_ERROR(gi, "max_token_bytes",
+                                     "=%u: QUANT_FWD needs the row size in "
+                                     "bytes, a non-zero multiple of 16",
+                                     g->max_token_bytes);
         }
     } else if (g->max_token_bytes != 0) {
-        return GROUP_FIELD_ERROR(gi, "max_token_bytes", "=%u: only meaningful with "
-                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0", g->max_token_bytes);
+        return GROUP_FIELD_ERROR(gi, "max_token_bytes",
+                                 "=%u: only meaningful with "
+                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0",
+                                 g->max_token_bytes);
     } else if (g->max_scale_bytes != 0) {
-        return GROUP_FIELD_ERROR(gi, "max_scale_bytes", "=%u: only meaningful with "
-                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0", g->max_scale_bytes);
+        return GROUP_FIELD_ERROR(gi, "max_scale_bytes",
+                                 "=%u: only meaningful with "
+                                 "NCCLX_EP_RECIPE_QUANT_FWD; leave 0",
+                                 g->max_scale_bytes);
     }
     return ncclxSuccess;
 }
 
-static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, uint32_t gi,
-                                                  int ll)
+static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, uint32_t gi, int ll)
 {
     uint32_t layouts = ll ? NCCLX_LL_LAYOUTS : NCCLX_HT_LAYOUTS;
     uint32_t max_tokens = ll ? NCCLX_EP_MAX_LL_TOKENS_PER_RANK : NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
     if (g->layouts == 0 || (g->layouts & ~layouts) != 0) {
-        return GROUP_FIELD_ERROR(gi, "layouts", "=0x%x: must be a non-empty subset of 0x%x for "
-                                 "%s groups", g->layouts, layouts, ll ? "LL" : "HT");
+        return GROUP_FIELD_ERROR(gi, "layouts",
+                                 "=0x%x: must be a non-empty subset of 0x%x for "
+                                 "%s groups",
+                                 g->layouts, layouts, ll ? "LL" : "HT");
     }
     if (g->max_dispatch_tokens_per_rank < 1 || g->max_dispatch_tokens_per_rank > max_tokens) {
-        return GROUP_FIELD_ERROR(gi, "max_dispatch_tokens_per_rank", "=%u is outside [1, %u] "
-                                 "for %s groups", g->max_dispatch_tokens_per_rank, max_tokens,
-                                 ll ? "LL" : "HT");
+        return GROUP_FIELD_ERROR(gi, "max_dispatch_tokens_per_rank",
+                                 "=%u is outside [1, %u] "
+                                 "for %s groups",
+                                 g->max_dispatch_tokens_per_rank, max_tokens, ll ? "LL" : "HT");
     }
     if (ll && g->max_recv_tokens_per_rank != 0) {
-        return GROUP_FIELD_ERROR(gi, "max_recv_tokens_per_rank", "=%u: LL groups receive at "
+        return GROUP_FIELD_ERROR(gi, "max_recv_tokens_per_rank",
+                                 "=%u: LL groups receive at "
                                  "most ranks * max_dispatch_tokens_per_rank; leave 0",
                                  g->max_recv_tokens_per_rank);
     }
@@ -143,8 +163,10 @@ static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, u
                                  g->enable_mask);
     }
     if (ll && g->expert_alignment > 1) {
-        return GROUP_FIELD_ERROR(gi, "expert_alignment", "=%u: expert padding is an HT "
-                                 "expert-major feature; leave 0", g->expert_alignment);
+        return GROUP_FIELD_ERROR(gi, "expert_alignment",
+                                 "=%u: expert padding is an HT "
+                                 "expert-major feature; leave 0",
+                                 g->expert_alignment);
     }
     return ncclxSuccess;
 }
@@ -154,8 +176,10 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
 {
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
     if (g->algorithm != NCCLX_EP_ALGO_LL && g->algorithm != NCCLX_EP_ALGO_HT) {
-        return GROUP_FIELD_ERROR(gi, "algorithm", "=%d: must be NCCLX_EP_ALGO_LL or "
-                                 "NCCLX_EP_ALGO_HT", (int)g->algorithm);
+        return GROUP_FIELD_ERROR(gi, "algorithm",
+                                 "=%d: must be NCCLX_EP_ALGO_LL or "
+                                 "NCCLX_EP_ALGO_HT",
+                                 (int)g->algorithm);
     }
     if (g->num_experts < 1 || g->num_experts > NCCLX_EP_MAX_EXPERTS) {
         return GROUP_FIELD_ERROR(gi, "num_experts", "=%u is outside [1, %u]", g->num_experts,
@@ -202,8 +226,10 @@ ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm)
                            norm->plan.host_block, NCCLX_HOST_ALIGN);
     }
     if (norm->plan.host_block == NULL && norm->plan.host_block_bytes != 0) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "plan.host_block_bytes=%zu but plan.host_block "
-                           "is NULL", norm->plan.host_block_bytes);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "plan.host_block_bytes=%zu but plan.host_block "
+                           "is NULL",
+                           norm->plan.host_block_bytes);
     }
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
         NCCLX_CHECK(ncclx_check_group(&norm->groups[gi], gi, &norm->team));
@@ -235,8 +261,10 @@ ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team
                            norm->plan.num_ep_groups, NCCLX_MAX_EP_GROUPS);
     }
     if (norm->plan.num_ep_groups > 0 && norm->plan.ep_groups == NULL) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "plan.num_ep_groups=%u but plan.ep_groups is "
-                           "NULL", norm->plan.num_ep_groups);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "plan.num_ep_groups=%u but plan.ep_groups is "
+                           "NULL",
+                           norm->plan.num_ep_groups);
     }
     norm->num_groups = norm->plan.num_ep_groups;
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {

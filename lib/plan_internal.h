@@ -26,60 +26,60 @@ typedef struct {
 
 /** Everything a group's buffers are sized from, derived once from its plan and the team. */
 typedef struct {
-    uint32_t ranks;               /* R */
-    uint32_t local_experts;       /* L = num_experts / R */
-    uint32_t tokens;              /* T = max_dispatch_tokens_per_rank */
-    uint32_t topk;                /* K = max_topk */
-    uint32_t hidden;              /* H */
-    uint32_t recv_slots;          /* HT: S, receive slots; LL: R * T */
-    uint32_t combine_slots;       /* combine rows received per token */
-    size_t payload_bytes;         /* P: largest token row on the wire, 16-byte multiple */
-    size_t dispatch_msg_bytes;    /* M: header + top-k entries + P */
-    size_t combine_elem_bytes;    /* C: 4 if FP32 tokens are enabled, else 2 */
-    size_t combine_slot_bytes;    /* align16(H * C) */
-    size_t handle_bytes;          /* one handle's private device memory (stride) */
+    uint32_t ranks;            /* R */
+    uint32_t local_experts;    /* L = num_experts / R */
+    uint32_t tokens;           /* T = max_dispatch_tokens_per_rank */
+    uint32_t topk;             /* K = max_topk */
+    uint32_t hidden;           /* H */
+    uint32_t recv_slots;       /* HT: S, receive slots; LL: R * T */
+    uint32_t combine_slots;    /* combine rows received per token */
+    size_t payload_bytes;      /* P: largest token row on the wire, 16-byte multiple */
+    size_t dispatch_msg_bytes; /* M: header + top-k entries + P */
+    size_t combine_elem_bytes; /* C: 4 if FP32 tokens are enabled, else 2 */
+    size_t combine_slot_bytes; /* align16(H * C) */
+    size_t handle_bytes;       /* one handle's private device memory (stride) */
 } ncclx_ep_dims_t;
 
 /* Fixed parts of the message and state formats (see docs/plan-sizing.md). */
-#define NCCLX_EP_MSG_HEADER_BYTES 16u   /* source token index, top-k count, epoch */
-#define NCCLX_EP_TOPK_ENTRY_BYTES 8u    /* int32 expert id + float32 weight */
-#define NCCLX_EP_SIGNAL_BYTES 16u       /* per source rank: dispatch count + combine flag */
-#define NCCLX_EP_LL_BUFFERS 2u          /* LL receive areas are double-buffered */
-#define NCCLX_EP_DEV_STATE_BYTES 256u   /* per group: epochs, sequence numbers, error word */
-#define NCCLX_STATUS_BYTES 64u          /* mapped host status block (async error flag, ...) */
+#define NCCLX_EP_MSG_HEADER_BYTES   16u  /* source token index, top-k count, epoch */
+#define NCCLX_EP_TOPK_ENTRY_BYTES   8u   /* int32 expert id + float32 weight */
+#define NCCLX_EP_SIGNAL_BYTES       16u  /* per source rank: dispatch count + combine flag */
+#define NCCLX_EP_LL_BUFFERS         2u   /* LL receive areas are double-buffered */
+#define NCCLX_EP_DEV_STATE_BYTES    256u /* per group: epochs, sequence numbers, error word */
+#define NCCLX_STATUS_BYTES          64u  /* mapped host status block (async error flag, ...) */
 #define NCCLX_CONTEXT_SCRATCH_BYTES 256u /* device scratch of the context (init barrier) */
 
 /** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
 #define NCCLX_NO_REGION SIZE_MAX
 typedef struct {
-    size_t dispatch_recv;    /* symmetric */
-    size_t combine_recv;     /* symmetric */
-    size_t signals;          /* symmetric */
-    size_t state;            /* device */
-    size_t mask;             /* device, LL with enable_mask */
-    size_t handles;          /* device, num_handles * dims.handle_bytes */
-    size_t status;           /* mapped host */
-    size_t host_group;       /* host: the group struct */
-    size_t host_handles;     /* host: num_handles handle structs */
-    size_t host_pool;        /* host: pool bookkeeping */
+    size_t dispatch_recv; /* symmetric */
+    size_t combine_recv;  /* symmetric */
+    size_t signals;       /* symmetric */
+    size_t state;         /* device */
+    size_t mask;          /* device, LL with enable_mask */
+    size_t handles;       /* device, num_handles * dims.handle_bytes */
+    size_t status;        /* mapped host */
+    size_t host_group;    /* host: the group struct */
+    size_t host_handles;  /* host: num_handles handle structs */
+    size_t host_pool;     /* host: pool bookkeeping */
 } ncclx_ep_group_regions_t;
 
 typedef struct {
-    size_t m2n_staging;      /* symmetric */
-    size_t peer_table;       /* device: lsa_size base pointers */
-    size_t scratch;          /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
-    size_t status;           /* mapped host: context status */
+    size_t m2n_staging; /* symmetric */
+    size_t peer_table;  /* device: lsa_size base pointers */
+    size_t scratch;     /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
+    size_t status;      /* mapped host: context status */
     ncclx_ep_group_regions_t groups[NCCLX_MAX_EP_GROUPS];
 } ncclx_plan_regions_t;
 
 /** One carved region, reported to a layout's visitor. */
 typedef struct {
     ncclxMemClass_t mem_class;
-    int group;        /* -1: context-wide */
+    int group; /* -1: context-wide */
     const char *name;
     size_t offset;
-    size_t bytes;     /* count * each */
-    size_t each;      /* bytes of one element when the region is an array of objects */
+    size_t bytes; /* count * each */
+    size_t each;  /* bytes of one element when the region is an array of objects */
     uint32_t count;
 } ncclx_region_t;
 

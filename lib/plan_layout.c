@@ -60,8 +60,8 @@ static ncclxResult_t ncclx_product(size_t a, size_t b, size_t c, const char *nam
 {
     size_t ab;
     if (!ncclx_size_mul(a, b, &ab) || !ncclx_size_mul(ab, c, out)) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "plan: %s of EP group %d overflows 64 bits",
-                           name, group);
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan: %s of EP group %d overflows 64 bits", name,
+                           group);
     }
     return ncclxSuccess;
 }
@@ -73,10 +73,10 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
     size_t buffers = ll ? NCCLX_EP_LL_BUFFERS : 1, bytes;
     NCCLX_CHECK(ncclx_product(buffers, d->recv_slots, d->dispatch_msg_bytes,
                               "dispatch receive area", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch receive area", bytes,
-                              1, &r->dispatch_recv));
-    NCCLX_CHECK(ncclx_product(buffers, (size_t)d->tokens * d->combine_slots,
-                              d->combine_slot_bytes, "combine receive area", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch receive area", bytes, 1,
+                              &r->dispatch_recv));
+    NCCLX_CHECK(ncclx_product(buffers, (size_t)d->tokens * d->combine_slots, d->combine_slot_bytes,
+                              "combine receive area", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine receive area", bytes, 1,
                               &r->combine_recv));
     NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
@@ -91,15 +91,14 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
     NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, &d, r));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state",
-                              NCCLX_EP_DEV_STATE_BYTES, 1, &r->state));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
+                              1, &r->state));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",
-                              g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1,
-                              &r->mask));
+                              g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1, &r->mask));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "handle routing", d.handle_bytes,
                               g->num_handles, &r->handles));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, gi, "group status",
-                              NCCLX_STATUS_BYTES, 1, &r->status));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, gi, "group status", NCCLX_STATUS_BYTES,
+                              1, &r->status));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "group", sizeof(ncclx_ep_group_t), 1,
                               &r->host_group));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handles", sizeof(ncclx_ep_handle_t),

@@ -58,8 +58,8 @@ ncclxResult_t ncclx_pool_release(ncclx_pool_t *pool, void *object)
     }
     delta = (size_t)(p - pool->objects);
     if (delta % pool->stride != 0) {
-        return NCCLX_ERROR(ncclxInvalidUsage, "%s: %p is not the start of an object",
-                           pool->name, object);
+        return NCCLX_ERROR(ncclxInvalidUsage, "%s: %p is not the start of an object", pool->name,
+                           object);
     }
     slot = (uint32_t)(delta / pool->stride);
     if (!pool->in_use[slot]) {

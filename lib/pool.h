@@ -14,8 +14,8 @@
 #include <ncclx/result.h>
 
 typedef struct {
-    char name[64];        /* "EP group 0 handles", for messages */
-    const char *hint;     /* how to get more, e.g. "raise num_handles in the group's plan" */
+    char name[64];    /* "EP group 0 handles", for messages */
+    const char *hint; /* how to get more, e.g. "raise num_handles in the group's plan" */
     unsigned char *objects;
     size_t stride;
     uint32_t capacity;

@@ -23,12 +23,10 @@ _Static_assert(offsetof(ncclxEpGroupPlan_t, num_handles) == 68,
 _Static_assert(offsetof(ncclxEpGroupPlan_t, timeout_ns) == 80,
                "ncclxEpGroupPlan_t.timeout_ns moved");
 _Static_assert(offsetof(ncclxTeam_t, lsa_size) == 24, "ncclxTeam_t.lsa_size moved");
-_Static_assert(offsetof(ncclxPlanSizes_t, num_regions) == 80,
-               "ncclxPlanSizes_t.num_regions moved");
+_Static_assert(offsetof(ncclxPlanSizes_t, num_regions) == 80, "ncclxPlanSizes_t.num_regions moved");
 
-static ncclxResult_t ncclx_struct_check_header(const ncclx_struct_header_t *header,
-                                               uint32_t magic, size_t min_size,
-                                               const char *what)
+static ncclxResult_t ncclx_struct_check_header(const ncclx_struct_header_t *header, uint32_t magic,
+                                               size_t min_size, const char *what)
 {
     if (header == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s is NULL", what);
@@ -36,7 +34,8 @@ static ncclxResult_t ncclx_struct_check_header(const ncclx_struct_header_t *head
     if (header->magic != magic) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "%s->magic=0x%08x, expected 0x%08x: initialize it with its *_INIT "
-                           "macro", what, header->magic, magic);
+                           "macro",
+                           what, header->magic, magic);
     }
     if (header->size < min_size) {
         return NCCLX_ERROR(ncclxInvalidArgument,

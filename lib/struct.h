@@ -13,10 +13,10 @@
 #include <ncclx/result.h>
 
 /* Sizes of the layouts released in 0.1: a caller's struct may never be smaller. */
-#define NCCLX_PLAN_SIZE_V1 56u
+#define NCCLX_PLAN_SIZE_V1          56u
 #define NCCLX_EP_GROUP_PLAN_SIZE_V1 88u
-#define NCCLX_TEAM_SIZE_V1 32u
-#define NCCLX_PLAN_SIZES_SIZE_V1 88u
+#define NCCLX_TEAM_SIZE_V1          32u
+#define NCCLX_PLAN_SIZES_SIZE_V1    88u
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

@@ -44,29 +44,29 @@ const char *ncclx_test_alloc_first(void)
 }
 
 /* Declarations of the real functions and the wrappers (the linker provides __real_*). */
-#define WRAP1(ret, name, t1)                                                                \
-    ret __real_##name(t1);                                                                  \
-    ret __wrap_##name(t1 a);                                                                \
-    ret __wrap_##name(t1 a)                                                                 \
-    {                                                                                       \
-        count(#name);                                                                       \
-        return __real_##name(a);                                                            \
+#define WRAP1(ret, name, t1)     \
+    ret __real_##name(t1);       \
+    ret __wrap_##name(t1 a);     \
+    ret __wrap_##name(t1 a)      \
+    {                            \
+        count(#name);            \
+        return __real_##name(a); \
     }
-#define WRAP2(ret, name, t1, t2)                                                            \
-    ret __real_##name(t1, t2);                                                              \
-    ret __wrap_##name(t1 a, t2 b);                                                          \
-    ret __wrap_##name(t1 a, t2 b)                                                           \
-    {                                                                                       \
-        count(#name);                                                                       \
-        return __real_##name(a, b);                                                         \
+#define WRAP2(ret, name, t1, t2)    \
+    ret __real_##name(t1, t2);      \
+    ret __wrap_##name(t1 a, t2 b);  \
+    ret __wrap_##name(t1 a, t2 b)   \
+    {                               \
+        count(#name);               \
+        return __real_##name(a, b); \
     }
-#define WRAP3(ret, name, t1, t2, t3)                                                        \
-    ret __real_##name(t1, t2, t3);                                                          \
-    ret __wrap_##name(t1 a, t2 b, t3 c);                                                    \
-    ret __wrap_##name(t1 a, t2 b, t3 c)                                                     \
-    {                                                                                       \
-        count(#name);                                                                       \
-        return __real_##name(a, b, c);                                                      \
+#define WRAP3(ret, name, t1, t2, t3)     \
+    ret __real_##name(t1, t2, t3);       \
+    ret __wrap_##name(t1 a, t2 b, t3 c); \
+    ret __wrap_##name(t1 a, t2 b, t3 c)  \
+    {                                    \
+        count(#name);                    \
+        return __real_##name(a, b, c);   \
     }
 
 WRAP1(void *, malloc, size_t)

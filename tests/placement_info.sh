@@ -124,6 +124,11 @@ grep -q "^NCCLX_DEBUG default=WARN current=INFO # " "$tmp/env.out" ||
 grep -q "^NCCLX_BIND default=AUTO current=(unset) # " "$tmp/env.out" ||
     { echo "FAIL: --env NCCLX_BIND line:"; cat "$tmp/env.out"; fail=$((fail + 1)); }
 
+# The GPU test machine's own export: one H200, one NUMA node, no RDMA NIC.
+run h200 --topology "$topo/h200-1gpu-vm.xml" --gpu-busid 0000:00:06.0
+expect_rc h200 0
+expect h200 "gpu_busid=0000:00:06.0" "numa=0" "cpus=0-15" "nic=none" "nic_distance=none"
+
 # This machine's topology round-trips: export it, then decide on the export.
 run export --export-topology "$tmp/this-machine.xml"
 expect_rc export 0

@@ -151,13 +151,17 @@ static int parse_option(int c, const char *arg, ncclxPlacementQuery_t *q, int *e
 
 static int parse_options(int argc, char **argv, ncclxPlacementQuery_t *q, int *env_only)
 {
-    static const struct option longopts[] = {
-        {"topology", 1, NULL, 't'},     {"gpu-busid", 1, NULL, 'g'},
-        {"local-rank", 1, NULL, 'r'},   {"local-size", 1, NULL, 's'},
-        {"cuda-device", 1, NULL, 'd'},  {"bind", 1, NULL, 'b'},
-        {"bound-cpuset", 1, NULL, 'c'}, {"env", 0, NULL, 'e'},
-        {"help", 0, NULL, 'h'},         {"export-topology", 1, NULL, 'x'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"topology", 1, NULL, 't'},
+                                             {"gpu-busid", 1, NULL, 'g'},
+                                             {"local-rank", 1, NULL, 'r'},
+                                             {"local-size", 1, NULL, 's'},
+                                             {"cuda-device", 1, NULL, 'd'},
+                                             {"bind", 1, NULL, 'b'},
+                                             {"bound-cpuset", 1, NULL, 'c'},
+                                             {"env", 0, NULL, 'e'},
+                                             {"help", 0, NULL, 'h'},
+                                             {"export-topology", 1, NULL, 'x'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (!parse_option(c, optarg, q, env_only)) {

@@ -48,8 +48,8 @@ static int parse_u64(const char *name, const char *text, uint64_t max, uint64_t 
     errno = 0;
     unsigned long long value = strtoull(text, &end, 10);
     if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0' || value > max) {
-        fprintf(stderr, "ncclx-plan: --%s '%s' is not an integer in [0, %" PRIu64 "]\n", name,
-                text, max);
+        fprintf(stderr, "ncclx-plan: --%s '%s' is not an integer in [0, %" PRIu64 "]\n", name, text,
+                max);
         return 0;
     }
     *out = value;
@@ -69,11 +69,11 @@ static const char *option_name(const struct option *longopts, int val)
 static int parse_options(int argc, char **argv, plan_options_t *o)
 {
     static const struct option longopts[] = {
-        {"experts", 1, NULL, 'e'}, {"hidden", 1, NULL, 'H'},   {"topk", 1, NULL, 'k'},
+        {"experts", 1, NULL, 'e'},   {"hidden", 1, NULL, 'H'},    {"topk", 1, NULL, 'k'},
         {"ll-tokens", 1, NULL, 'l'}, {"ht-tokens", 1, NULL, 't'}, {"ht-recv", 1, NULL, 'r'},
-        {"handles", 1, NULL, 'h'}, {"ranks", 1, NULL, 'n'},   {"nodes", 1, NULL, 'N'},
-        {"m2n", 1, NULL, 'm'},     {"no-fp8", 0, NULL, 'F'},  {"no-mask", 0, NULL, 'M'},
-        {"regions", 0, NULL, 'R'}, {"help", 0, NULL, '?'},    {NULL, 0, NULL, 0}};
+        {"handles", 1, NULL, 'h'},   {"ranks", 1, NULL, 'n'},     {"nodes", 1, NULL, 'N'},
+        {"m2n", 1, NULL, 'm'},       {"no-fp8", 0, NULL, 'F'},    {"no-mask", 0, NULL, 'M'},
+        {"regions", 0, NULL, 'R'},   {"help", 0, NULL, '?'},      {NULL, 0, NULL, 0}};
     uint32_t *targets[128] = {0};
     int c;
     targets['e'] = &o->experts;
@@ -175,13 +175,13 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
     if (header) {
         printf("# libncclx plan: experts=%u hidden=%u topk=%u ll_tokens=%u ht_tokens=%u "
                "ht_recv=%u handles=%u m2n=%" PRIu64 " (MiB per rank)\n",
-               o->experts, o->hidden, o->topk, o->ll_tokens, o->ht_tokens, o->ht_recv,
-               o->handles, o->m2n_bytes);
+               o->experts, o->hidden, o->topk, o->ll_tokens, o->ht_tokens, o->ht_recv, o->handles,
+               o->m2n_bytes);
         printf("%6s %6s %6s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
                "device", "mapped_host", "host", "per_handle");
     }
-    printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f\n", ranks, team.num_nodes,
-           team.lsa_size, mib(sizes.total[NCCLX_MEM_SYMMETRIC]), mib(sizes.total[NCCLX_MEM_DEVICE]),
+    printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f\n", ranks, team.num_nodes, team.lsa_size,
+           mib(sizes.total[NCCLX_MEM_SYMMETRIC]), mib(sizes.total[NCCLX_MEM_DEVICE]),
            mib(sizes.total[NCCLX_MEM_MAPPED_HOST]), mib(sizes.total[NCCLX_MEM_HOST]),
            mib(sizes.per_handle[NCCLX_MEM_DEVICE]));
     if (o->regions) {

@@ -27,19 +27,21 @@ typedef struct ncclxContext *ncclxContext_t;
 /** NCCL's communicator, declared here so that this header does not need nccl.h. */
 struct ncclComm;
 
-#define NCCLX_MAGIC_INIT_CONFIG 0x6e786963u  /* 'nxic' */
+#define NCCLX_MAGIC_INIT_CONFIG  0x6e786963u /* 'nxic' */
 #define NCCLX_MAGIC_CONTEXT_INFO 0x6e786369u /* 'nxci' */
 
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    int32_t cuda_device;  /**< -1: NCCLX_CUDA_DEVICE, else the local rank among visible GPUs */
-    uint32_t instance;    /**< tells apart contexts of one job in PMIx keys (0: next free) */
-    uint32_t bind;        /**< 1: bind CPUs/memory near the GPU (NCCLX_BIND=NONE overrides) */
+    int32_t cuda_device; /**< -1: NCCLX_CUDA_DEVICE, else the local rank among visible GPUs */
+    uint32_t instance;   /**< tells apart contexts of one job in PMIx keys (0: next free) */
+    uint32_t bind;       /**< 1: bind CPUs/memory near the GPU (NCCLX_BIND=NONE overrides) */
     uint32_t reserved0;
 } ncclxInitConfig_t;
 
-#define NCCLX_INIT_CONFIG_INIT \
-    { NCCLX_STRUCT_HEADER_INIT(ncclxInitConfig_t, NCCLX_MAGIC_INIT_CONFIG), -1, 0, 1, 0 }
+#define NCCLX_INIT_CONFIG_INIT                                                            \
+    {                                                                                     \
+        NCCLX_STRUCT_HEADER_INIT(ncclxInitConfig_t, NCCLX_MAGIC_INIT_CONFIG), -1, 0, 1, 0 \
+    }
 
 /** What a context runs on. */
 typedef struct {
@@ -50,14 +52,14 @@ typedef struct {
     int32_t cuda_device;
     int32_t lsa_size;
     uint64_t bytes[NCCLX_MEM_NUM_CLASSES]; /**< arena bytes actually allocated, per class */
-    int32_t from_pmix;                      /**< 1: bootstrapped by PMIx, 0: caller's comm */
-    int32_t singleton;                      /**< 1: no PMIx server, rank 0 of 1 */
+    int32_t from_pmix;                     /**< 1: bootstrapped by PMIx, 0: caller's comm */
+    int32_t singleton;                     /**< 1: no PMIx server, rank 0 of 1 */
 } ncclxContextInfo_t;
 
-#define NCCLX_CONTEXT_INFO_INIT                                                            \
-    {                                                                                      \
-        NCCLX_STRUCT_HEADER_INIT(ncclxContextInfo_t, NCCLX_MAGIC_CONTEXT_INFO), 0, 0, 0, 0, \
-            0, 0, 0, 0, {0}, 0, 0                                                          \
+#define NCCLX_CONTEXT_INFO_INIT                                                                   \
+    {                                                                                             \
+        NCCLX_STRUCT_HEADER_INIT(ncclxContextInfo_t, NCCLX_MAGIC_CONTEXT_INFO), 0, 0, 0, 0, 0, 0, \
+            0, 0, {0}, 0, 0                                                                       \
     }
 
 /**

@@ -49,27 +49,27 @@ typedef enum {
 
 /** EP output layouts (bit set). */
 #define NCCLX_EP_LAYOUT_EXPERT_MAJOR 0x1u /**< [local_experts, slots, hidden]: LL and HT */
-#define NCCLX_EP_LAYOUT_RANK_MAJOR 0x2u   /**< [ranks, max_tokens, hidden]: LL */
-#define NCCLX_EP_LAYOUT_FLAT 0x4u         /**< [recv_slots, hidden]: HT */
+#define NCCLX_EP_LAYOUT_RANK_MAJOR   0x2u /**< [ranks, max_tokens, hidden]: LL */
+#define NCCLX_EP_LAYOUT_FLAT         0x4u /**< [recv_slots, hidden]: HT */
 
 /** EP quantization recipes (bit set). */
-#define NCCLX_EP_RECIPE_NONE 0x1u      /**< tokens travel in their own dtype */
+#define NCCLX_EP_RECIPE_NONE      0x1u /**< tokens travel in their own dtype */
 #define NCCLX_EP_RECIPE_QUANT_FWD 0x2u /**< caller's quantized bytes + scales forwarded as is */
-#define NCCLX_EP_RECIPE_FP8 0x4u       /**< LL: BF16 in, FP8 E4M3 + FP32 scale per 128 out */
-#define NCCLX_EP_RECIPE_MXFP8 0x8u     /**< HT combine: MXFP8, E8M0 scale per 32 elements */
+#define NCCLX_EP_RECIPE_FP8       0x4u /**< LL: BF16 in, FP8 E4M3 + FP32 scale per 128 out */
+#define NCCLX_EP_RECIPE_MXFP8     0x8u /**< HT combine: MXFP8, E8M0 scale per 32 elements */
 
 /** Bounds checked by plan validation. */
-#define NCCLX_EP_MAX_EXPERTS 4096u
-#define NCCLX_EP_MAX_TOPK 16u
-#define NCCLX_EP_MAX_HIDDEN 65536u
+#define NCCLX_EP_MAX_EXPERTS            4096u
+#define NCCLX_EP_MAX_TOPK               16u
+#define NCCLX_EP_MAX_HIDDEN             65536u
 #define NCCLX_EP_MAX_LL_TOKENS_PER_RANK 1024u
 #define NCCLX_EP_MAX_HT_TOKENS_PER_RANK 1048576u
-#define NCCLX_EP_MAX_HANDLES 4096u
-#define NCCLX_EP_MAX_EXPERT_ALIGNMENT 1024u
-#define NCCLX_EP_MAX_SM_BUDGET 1024u
-#define NCCLX_MAX_EP_GROUPS 64u
-#define NCCLX_MAX_RANKS 65536u
-#define NCCLX_DEFAULT_TIMEOUT_NS 100000000000ull /**< 100 s */
+#define NCCLX_EP_MAX_HANDLES            4096u
+#define NCCLX_EP_MAX_EXPERT_ALIGNMENT   1024u
+#define NCCLX_EP_MAX_SM_BUDGET          1024u
+#define NCCLX_MAX_EP_GROUPS             64u
+#define NCCLX_MAX_RANKS                 65536u
+#define NCCLX_DEFAULT_TIMEOUT_NS        100000000000ull /**< 100 s */
 
 /**
  * One EP group: bounds that size its buffers.  Every later call on the group is checked
@@ -95,26 +95,28 @@ typedef struct {
     uint64_t timeout_ns;                   /**< GPU wait timeout; 0 = NCCLX_DEFAULT_TIMEOUT_NS */
 } ncclxEpGroupPlan_t;
 
-#define NCCLX_EP_GROUP_PLAN_INIT                                                            \
-    {                                                                                       \
-        NCCLX_STRUCT_HEADER_INIT(ncclxEpGroupPlan_t, NCCLX_MAGIC_EP_GROUP_PLAN),            \
-            NCCLX_EP_ALGO_LL, 0, 1, 0, NCCLX_DTYPE_BIT(NCCLX_BFLOAT16),                     \
-            NCCLX_EP_LAYOUT_EXPERT_MAJOR, NCCLX_EP_RECIPE_NONE, 0, 0, 0, 0, 0, 0, 1, 0, 0   \
+#define NCCLX_EP_GROUP_PLAN_INIT                                                                   \
+    {                                                                                              \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpGroupPlan_t, NCCLX_MAGIC_EP_GROUP_PLAN), NCCLX_EP_ALGO_LL, \
+            0, 1, 0, NCCLX_DTYPE_BIT(NCCLX_BFLOAT16), NCCLX_EP_LAYOUT_EXPERT_MAJOR,                \
+            NCCLX_EP_RECIPE_NONE, 0, 0, 0, 0, 0, 0, 1, 0, 0                                        \
     }
 
 /** The whole plan. */
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    uint32_t num_ep_groups;                      /**< entries in ep_groups */
+    uint32_t num_ep_groups; /**< entries in ep_groups */
     uint32_t reserved0;
-    const ncclxEpGroupPlan_t *const *ep_groups;  /**< one pointer per group (each versioned) */
-    uint64_t m2n_staging_bytes;                  /**< symmetric staging for M2N resharding */
+    const ncclxEpGroupPlan_t *const *ep_groups; /**< one pointer per group (each versioned) */
+    uint64_t m2n_staging_bytes;                 /**< symmetric staging for M2N resharding */
     void *host_block;        /**< caller memory for the host class, or NULL: libncclx allocates */
     size_t host_block_bytes; /**< size of host_block */
 } ncclxPlan_t;
 
-#define NCCLX_PLAN_INIT \
-    { NCCLX_STRUCT_HEADER_INIT(ncclxPlan_t, NCCLX_MAGIC_PLAN), 0, 0, NULL, 0, NULL, 0 }
+#define NCCLX_PLAN_INIT                                                                 \
+    {                                                                                   \
+        NCCLX_STRUCT_HEADER_INIT(ncclxPlan_t, NCCLX_MAGIC_PLAN), 0, 0, NULL, 0, NULL, 0 \
+    }
 
 /** Shape of the job the plan will run on: every rank must pass the same one. */
 typedef struct {
@@ -125,7 +127,10 @@ typedef struct {
     uint32_t reserved0;
 } ncclxTeam_t;
 
-#define NCCLX_TEAM_INIT { NCCLX_STRUCT_HEADER_INIT(ncclxTeam_t, NCCLX_MAGIC_TEAM), 1, 1, 1, 0 }
+#define NCCLX_TEAM_INIT                                                     \
+    {                                                                       \
+        NCCLX_STRUCT_HEADER_INIT(ncclxTeam_t, NCCLX_MAGIC_TEAM), 1, 1, 1, 0 \
+    }
 
 /** Memory classes; each is allocated once, at init. */
 typedef enum {
@@ -142,14 +147,16 @@ const char *ncclxMemClassName(ncclxMemClass_t mem_class);
 /** What a plan costs on one rank. */
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    uint64_t total[NCCLX_MEM_NUM_CLASSES];     /**< bytes per class, all objects */
+    uint64_t total[NCCLX_MEM_NUM_CLASSES];      /**< bytes per class, all objects */
     uint64_t per_handle[NCCLX_MEM_NUM_CLASSES]; /**< largest single handle, per class */
-    uint32_t num_regions;                      /**< regions carved (see ncclxPlanPrint) */
+    uint32_t num_regions;                       /**< regions carved (see ncclxPlanPrint) */
     uint32_t reserved0;
 } ncclxPlanSizes_t;
 
-#define NCCLX_PLAN_SIZES_INIT \
-    { NCCLX_STRUCT_HEADER_INIT(ncclxPlanSizes_t, NCCLX_MAGIC_PLAN_SIZES), {0}, {0}, 0, 0 }
+#define NCCLX_PLAN_SIZES_INIT                                                              \
+    {                                                                                      \
+        NCCLX_STRUCT_HEADER_INIT(ncclxPlanSizes_t, NCCLX_MAGIC_PLAN_SIZES), {0}, {0}, 0, 0 \
+    }
 
 /**
  * Checks every field of plan against team.  Returns ncclxInvalidArgument naming the first bad

@@ -14,7 +14,7 @@
 #include "ncclx_test.h"
 
 #define BUF_BYTES (1u << 20)
-#define POISON 0xA5
+#define POISON    0xA5
 
 static unsigned char host[BUF_BYTES];
 
@@ -29,8 +29,8 @@ static void check_region(const unsigned char *dev, size_t off, size_t len, uint3
             want = (unsigned char)(pattern >> (8 * ((uintptr_t)(dev + i) & 3)));
         }
         if (host[i] != want) {
-            fail_msg("byte %zu (fill at %zu, %zu bytes, pattern 0x%08x): got 0x%02x want 0x%02x",
-                     i, off, len, pattern, host[i], want);
+            fail_msg("byte %zu (fill at %zu, %zu bytes, pattern 0x%08x): got 0x%02x want 0x%02x", i,
+                     off, len, pattern, host[i], want);
         }
     }
 }

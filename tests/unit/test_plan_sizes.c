@@ -54,8 +54,8 @@ static ncclxTeam_t team_of(uint32_t ranks, uint32_t nodes)
     return t;
 }
 
-static ncclxPlanSizes_t sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32_t n,
-                                 uint64_t m2n, const ncclxTeam_t *team)
+static ncclxPlanSizes_t sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32_t n, uint64_t m2n,
+                                 const ncclxTeam_t *team)
 {
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
     ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
@@ -160,14 +160,13 @@ static void test_two_groups_and_m2n(void **state)
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
     /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
      * size is a multiple of 256 except the staging, so the totals add up. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC],
-                     1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] + only_ht.total[NCCLX_MEM_SYMMETRIC]);
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] +
+                                                          only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: the context's peer table and scratch (512 bytes) once. */
-    assert_int_equal(both.total[NCCLX_MEM_DEVICE], only_ll.total[NCCLX_MEM_DEVICE] +
-                                                       only_ht.total[NCCLX_MEM_DEVICE] - 512);
+    assert_int_equal(both.total[NCCLX_MEM_DEVICE],
+                     only_ll.total[NCCLX_MEM_DEVICE] + only_ht.total[NCCLX_MEM_DEVICE] - 512);
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 3);
-    assert_int_equal(both.total[NCCLX_MEM_HOST],
-                     host_bytes_of_group(2, host_bytes_of_group(4, 0)));
+    assert_int_equal(both.total[NCCLX_MEM_HOST], host_bytes_of_group(2, host_bytes_of_group(4, 0)));
     assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], only_ht.per_handle[NCCLX_MEM_DEVICE]);
 }
 
