@@ -8,11 +8,14 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "alloc_counter.h"
+#include "context.h"
+#include "kernels.h"
 #include "ncclx_test.h"
 
 static ncclxEpGroupPlan_t small_ll_group(void)
@@ -179,6 +182,32 @@ static void test_plan_too_big_for_the_gpu(void **state)
     assert_ptr_equal(ctx, (ncclxContext_t)0x1);
 }
 
+/* The LSA peer table's entry for this rank maps the same memory as the symmetric arena. */
+static void test_peer_table_reaches_the_window(void **state)
+{
+    (void)state;
+    ncclxPlan_t plan = small_plan();
+    ncclxContext_t ctx = NULL;
+    void *self = NULL;
+    uint32_t pattern = ((uint32_t)rand() << 16) ^ (uint32_t)rand();
+    uint32_t seen[64];
+    assert_ncclx_ok(ncclxInit(&plan, NULL, &ctx));
+    assert_non_null(ctx->arenas.window);
+    assert_int_equal(cudaMemcpy(&self, ctx->peer_table, sizeof(self), cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    assert_non_null(self);
+    /* Write through the arena's own pointer, read back through the peer table's. */
+    assert_int_equal(
+        ncclx_launch_fill(ctx->arenas.base[NCCLX_MEM_SYMMETRIC], sizeof(seen), pattern, 0),
+        cudaSuccess);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(cudaMemcpy(seen, self, sizeof(seen), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
+        assert_int_equal(seen[i], pattern);
+    }
+    assert_ncclx_ok(ncclxFinalize(ctx));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +218,8 @@ int main(void)
         cmocka_unit_test(test_two_live_contexts),
         cmocka_unit_test(test_callers_host_block),
         cmocka_unit_test(test_plan_too_big_for_the_gpu),
+        cmocka_unit_test(test_peer_table_reaches_the_window),
     };
+    srand((unsigned)time(NULL));
     return cmocka_run_group_tests_name("gpu_init", tests, NULL, NULL);
 }
