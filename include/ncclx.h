@@ -9,6 +9,7 @@
  *   log.h      logging level, destination and callback
  *   env.h      the NCCLX_* environment variables
  *   init.h     contexts: ncclxInit, ncclxInitWithComm, ncclxFinalize
+ *   ep.h       MoE dispatch/combine (LL), handles, loopback teams
  *   placement.h  GPU, CPU/NUMA binding and NIC choice (ncclxPlacementDecide)
  */
 #ifndef NCCLX_H_
@@ -21,6 +22,7 @@
 #include <ncclx/log.h>
 #include <ncclx/env.h>
 #include <ncclx/init.h>
+#include <ncclx/ep.h>
 #include <ncclx/placement.h>
 
 #endif /* NCCLX_H_ */

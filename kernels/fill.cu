@@ -3,6 +3,7 @@
  *
  * Pattern fill: poisons buffers in tests and resets counters/signals in stream order.
  */
+#include "ep_ll.h"
 #include "kernels.h"
 
 namespace
@@ -55,5 +56,11 @@ extern "C" cudaError_t ncclx_kernels_load(void)
 {
     cudaFuncAttributes attributes;
     // cudaFuncGetAttributes forces the module that holds the kernel to load.
-    return cudaFuncGetAttributes(&attributes, ncclxFillKernel);
+    cudaError_t (*const loaders[])(void) = {ncclx_nccl_kernels_load, ncclx_ep_ll_route_load,
+                                            ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load};
+    cudaError_t err = cudaFuncGetAttributes(&attributes, ncclxFillKernel);
+    for (auto load : loaders) {
+        err = err != cudaSuccess ? err : load();
+    }
+    return err;
 }

@@ -68,12 +68,27 @@ void ncclx_context_build_groups(struct ncclxContext *ctx)
                         ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_handles),
                         sizeof(ncclx_ep_handle_t), g->plan.num_handles,
                         ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_pool));
+        ncclx_ep_group_bind(g, ctx, ctx->rank, ctx->blocks);
         ctx->groups[gi] = g;
     }
 }
 
+/* Blocks per data-moving kernel when the plan sets no sm_budget: the GPU's SMs, shared
+ * evenly by the ranks that run on it (a loopback team) so that their kernels co-reside. */
+ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu)
+{
+    int sms = 0;
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
+                                                 ctx->cuda_device),
+                          res, out);
+    ctx->blocks = sms / ranks_on_gpu > 0 ? sms / ranks_on_gpu : 1;
+out:
+    return res;
+}
+
 /* Zeroed arenas, the peer table, eager module loading; all on ctx->stream. */
-static ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
+ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
 {
     ncclxResult_t res = ncclxSuccess;
     const ncclx_arenas_t *a = &ctx->arenas;
@@ -84,13 +99,12 @@ static ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
         }
     }
     ctx->peer_table = ncclx_arena_ptr(a, NCCLX_MEM_DEVICE, ctx->regions.peer_table);
-    if (a->window != NULL) {
+    if (a->window != NULL && ctx->comm != NULL) {
         NCCLX_CUDA_CHECK_GOTO(ncclx_launch_resolve_peers(a->window, 0, (int)ctx->norm.team.lsa_size,
                                                          ctx->peer_table, ctx->stream),
                               res, out);
     }
     NCCLX_CUDA_CHECK_GOTO(ncclx_kernels_load(), res, out);
-    NCCLX_CUDA_CHECK_GOTO(ncclx_nccl_kernels_load(), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
 out:
     return res;
@@ -108,11 +122,10 @@ out:
     return res;
 }
 
-static void ncclx_context_fill_info(struct ncclxContext *ctx)
+void ncclx_context_fill_info(struct ncclxContext *ctx)
 {
     ncclxContextInfo_t *info = &ctx->info;
-    int rank = 0;
-    (void)ncclCommUserRank(ctx->comm, &rank);
+    int rank = ctx->rank;
     info->rank = rank;
     info->num_ranks = (int32_t)ctx->norm.team.num_ranks;
     info->num_nodes = (int32_t)ctx->norm.team.num_nodes;
@@ -136,7 +149,9 @@ ncclxResult_t ncclx_context_setup(struct ncclxContext *ctx, const ncclxPlan_t *p
     size_t bytes[NCCLX_MEM_NUM_CLASSES];
     int lsa;
     NCCLX_NCCL_CHECK_GOTO(ncclCommCuDevice(ctx->comm, &ctx->cuda_device), res, err);
+    NCCLX_NCCL_CHECK_GOTO(ncclCommUserRank(ctx->comm, &ctx->rank), res, err);
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(ctx->cuda_device), res, err);
+    NCCLX_CHECK_GOTO(ncclx_context_default_blocks(ctx, 1), res, err);
     NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, err);
     /* The device communicator first: it knows the real LSA (NVLink) team. */
     NCCLX_NCCL_CHECK_GOTO(
@@ -193,6 +208,10 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
     (void)cudaSetDevice(ctx->cuda_device);
     first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream)));
     first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas, ctx->comm));
+    if (ctx->loopback != NULL) {
+        first = ncclx_first_error(first, ncclx_loopback_release(ctx->loopback));
+        ctx->loopback = NULL;
+    }
     if (ctx->devcomm_created) {
         first = ncclx_first_error(
             first, NCCLX_NCCL_STATUS((ncclResult_t)ncclx_devcomm_destroy(ctx->comm, ctx->devcomm)));

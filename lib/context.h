@@ -23,7 +23,10 @@ typedef struct {
     void *mapped_device; /* device view of the mapped-host arena */
     ncclWindow_t window; /* the symmetric arena's window */
     int host_owned;      /* the host block was allocated by us */
+    int symmetric_shared; /* base[SYMMETRIC] is a loopback team's slice */
 } ncclx_arenas_t;
+
+struct ncclx_loopback;
 
 struct ncclxContext {
     ncclx_plan_norm_t norm;
@@ -41,6 +44,9 @@ struct ncclxContext {
     void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */
     ncclxPlacement_t placement; /* what ncclxInit decided and applied */
     int has_placement;
+    int rank;                        /* this context's rank in the team */
+    int blocks;                      /* default grid size of data-moving kernels */
+    struct ncclx_loopback *loopback; /* shared symmetric block of a loopback team */
 };
 
 /**
@@ -67,6 +73,18 @@ void ncclx_context_build_groups(struct ncclxContext *ctx);
  */
 ncclxResult_t ncclx_context_setup(struct ncclxContext *ctx, const ncclxPlan_t *plan,
                                   const ncclxTeam_t *team);
+
+/** Sets ctx->blocks from the GPU's SM count shared by ranks_on_gpu ranks. */
+ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
+
+/** Zeroes the device arenas, resolves the peer table (NCCL window), loads the kernels. */
+ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx);
+
+/** Fills ctx->info from the team and the arenas. */
+void ncclx_context_fill_info(struct ncclxContext *ctx);
+
+/** Drops a context's reference on its loopback team's shared block (frees the last). */
+ncclxResult_t ncclx_loopback_release(struct ncclx_loopback *team);
 
 /** Undoes ncclx_context_setup (not the communicator); reports the first failure. */
 ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx);

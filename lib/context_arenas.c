@@ -64,7 +64,7 @@ ncclxResult_t ncclx_arenas_alloc(ncclx_arenas_t *arenas, const size_t bytes[],
         arenas->bytes[c] = bytes[c];
     }
     NCCLX_CHECK(ncclx_check_fits(bytes));
-    if (bytes[NCCLX_MEM_SYMMETRIC] > 0) {
+    if (bytes[NCCLX_MEM_SYMMETRIC] > 0 && comm != NULL) {
         NCCLX_NCCL_CHECK_GOTO(
             ncclMemAlloc(&arenas->base[NCCLX_MEM_SYMMETRIC], bytes[NCCLX_MEM_SYMMETRIC]), res, err);
         NCCLX_NCCL_CHECK_GOTO(ncclCommWindowRegister(comm, arenas->base[NCCLX_MEM_SYMMETRIC],
@@ -128,7 +128,7 @@ ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas, ncclComm_t comm)
         first = ncclx_first_error(
             first, NCCLX_NCCL_STATUS(ncclCommWindowDeregister(comm, arenas->window)));
     }
-    if (arenas->base[NCCLX_MEM_SYMMETRIC] != NULL) {
+    if (arenas->base[NCCLX_MEM_SYMMETRIC] != NULL && !arenas->symmetric_shared) {
         first = ncclx_first_error(
             first, NCCLX_NCCL_STATUS(ncclMemFree(arenas->base[NCCLX_MEM_SYMMETRIC])));
     }

@@ -34,21 +34,45 @@ static size_t ncclx_payload_bytes(const ncclxEpGroupPlan_t *g)
     return ncclx_align_up(best, 16);
 }
 
+/* Carves one piece of a handle: 16-byte aligned. */
+static size_t ncclx_handle_piece(size_t *cursor, size_t bytes)
+{
+    size_t offset = *cursor;
+    *cursor += ncclx_align_up(bytes, 16);
+    return offset;
+}
+
+void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
+                               ncclx_ep_ll_handle_layout_t *h)
+{
+    size_t cursor = 0;
+    size_t tk = (size_t)d->tokens * d->topk, rt = (size_t)d->ranks * d->tokens;
+    h->idx = ncclx_handle_piece(&cursor, tk * 4);
+    h->route = ncclx_handle_piece(&cursor, tk * 4);
+    h->ndest = ncclx_handle_piece(&cursor, (size_t)d->tokens * 4);
+    h->send_count = ncclx_handle_piece(&cursor, (size_t)d->ranks * 4);
+    h->recv_count = ncclx_handle_piece(&cursor, (size_t)d->ranks * 4);
+    h->expert_count = ncclx_handle_piece(&cursor, (size_t)d->local_experts * 4);
+    h->recv_tok = ncclx_handle_piece(&cursor, rt * 4);
+    h->recv_pos = expert_major ? ncclx_handle_piece(&cursor, rt * d->topk * 4) : 0;
+    h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
+}
+
 static size_t ncclx_handle_bytes(const ncclx_ep_dims_t *d, const ncclxEpGroupPlan_t *g, int ll)
 {
-    /* Routing: destination slot of each top-k entry; counts per rank (send, receive) and
-     * per local expert; LL expert-major: position of each received (source, slot) per local
-     * expert; HT: source of each receive slot and expert offsets (+1 for the total). */
+    if (ll) {
+        ncclx_ep_ll_handle_layout_t h;
+        ncclx_ep_ll_handle_layout(d, (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) != 0, &h);
+        return h.bytes;
+    }
+    /* HT: destination slot of each top-k entry; counts per rank (send, receive) and per local
+     * expert; source of each receive slot and expert offsets (+1 for the total). */
     size_t bytes = ncclx_align_up((size_t)d->tokens * d->topk * 4, 16);
-    size_t map = 0;
     bytes += 2 * ncclx_align_up((size_t)d->ranks * 4, 16);
     bytes += ncclx_align_up((size_t)d->local_experts * 4, 16);
-    if (ll && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
-        map = (size_t)d->local_experts * d->ranks * d->tokens * 4;
-    } else if (!ll) {
-        map = (size_t)d->recv_slots * 4 + ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16);
-    }
-    bytes += ncclx_align_up(map, 16);
+    bytes += ncclx_align_up((size_t)d->recv_slots * 4 +
+                                ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16),
+                            16);
     return ncclx_align_up(bytes, NCCLX_DEVICE_ALIGN);
 }
 

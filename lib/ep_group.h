@@ -1,32 +1,66 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Host-side EP group and handle objects.  Both live in the host arena: groups in the group
- * table, handles in each group's pool, so creating a handle never allocates.
+ * Host-side EP group and handle objects.  Both live in the host arena: groups where the plan
+ * put them, handles in each group's pool, so creating a handle never allocates.
  */
 #ifndef NCCLX_LIB_EP_GROUP_H_
 #define NCCLX_LIB_EP_GROUP_H_
 
 #include <stdint.h>
 
+#include <ncclx/ep.h>
+
+#include "ep_ll.h"
 #include "plan_internal.h"
 #include "pool.h"
 
-struct ncclx_ep_group;
+struct ncclxContext;
 
-typedef struct ncclx_ep_handle {
-    struct ncclx_ep_group *group;
+typedef enum {
+    NCCLX_EP_PENDING_NONE = 0,
+    NCCLX_EP_PENDING_DISPATCH = 1, /* send_only dispatch awaiting ncclxEpComplete */
+    NCCLX_EP_PENDING_COMBINE = 2   /* send_only combine awaiting ncclxEpComplete */
+} ncclx_ep_pending_t;
+
+struct ncclxEpHandle {
+    struct ncclxEpGroup *group;
     uint32_t index;      /* slot in the group's pool */
-    uint32_t state;      /* lifecycle state */
-    void *device_memory; /* this handle's dims.handle_bytes of private device memory */
-} ncclx_ep_handle_t;
+    uint32_t live;       /* between create and destroy */
+    uint32_t dispatched; /* a dispatch completed: combine may follow */
+    ncclx_ep_pending_t pending;
+    ncclxEpHandleConfig_t config;
+    ncclx_ep_ll_handle_desc_t desc;
+    ncclx_ep_ll_dispatch_desc_t pending_dispatch;
+    ncclx_ep_ll_combine_desc_t pending_combine;
+};
+typedef struct ncclxEpHandle ncclx_ep_handle_t;
 
-typedef struct ncclx_ep_group {
+struct ncclxEpGroup {
     ncclxEpGroupPlan_t plan;
     ncclx_ep_dims_t dims;
     ncclx_ep_group_regions_t regions;
+    ncclx_ep_ll_handle_layout_t handle_layout;
     uint32_t index;
     ncclx_pool_t handles;
-} ncclx_ep_group_t;
+    struct ncclxContext *ctx;
+    ncclx_ep_ll_group_desc_t desc;   /* what the kernels see */
+    char *handle_memory;             /* device: num_handles * handle_layout.bytes */
+    volatile uint32_t *status;       /* host view of the mapped status (error bits) */
+    ncclx_ep_handle_t *send_in_flight;
+};
+typedef struct ncclxEpGroup ncclx_ep_group_t;
+
+/** Fills group->desc and friends once the context's arenas exist (context setup). */
+void ncclx_ep_group_bind(ncclx_ep_group_t *group, struct ncclxContext *ctx, int rank,
+                         int blocks);
+
+/** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */
+ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                     ncclx_ep_ll_dispatch_desc_t *d);
+
+/** Checks combine arguments against the handle and fills the kernels' call descriptor. */
+ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                    ncclx_ep_ll_combine_desc_t *d);
 
 #endif /* NCCLX_LIB_EP_GROUP_H_ */

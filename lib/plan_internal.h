@@ -103,6 +103,22 @@ ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team
 /** Validates an imported plan; the error names the first bad field. */
 ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
+/** Byte offsets of the pieces of one LL handle's device memory (see docs/plan-sizing.md). */
+typedef struct {
+    size_t idx;          /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
+    size_t route;        /* int32 [T, K]: slot of the token at the entry's destination rank */
+    size_t ndest;        /* int32 [T]: distinct destination ranks of each token */
+    size_t send_count;   /* int32 [R]: tokens sent to each rank */
+    size_t recv_count;   /* int32 [R]: tokens received from each rank */
+    size_t expert_count; /* int32 [L]: rows received per local expert */
+    size_t recv_tok;     /* int32 [R, T]: source token index | rank order << 16, per message */
+    size_t recv_pos;     /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
+    size_t bytes;        /* the whole handle, 256-byte multiple */
+} ncclx_ep_ll_handle_layout_t;
+
+void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
+                               ncclx_ep_ll_handle_layout_t *h);
+
 /** Dimensions of group (already validated) on team. */
 ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *group, const ncclxTeam_t *team,
                                     uint32_t group_index, ncclx_ep_dims_t *dims);

@@ -97,11 +97,12 @@ static void test_ll_deepseek_8_ranks(void **state)
 
     /* Device: peer table 8 * 8 = 64 at 0; context scratch 256 at 256; state 256 at 512;
      * mask 8 * 4 = 32 at 768;
-     * handle = route 128*8*4 = 4096 + counts 2 * 32 + experts 32 * 4 = 128
-     *          + expert-major map 32 experts * 8 ranks * 128 * 4 = 131072 -> 135360
-     *          -> 256-aligned 135424; 4 handles = 541696 at 1024. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 135424ull);
-    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 135424);
+     * handle = idx 128*8*4 = 4096 + route 4096 + ndest 128*4 = 512 + counts 2 * 32
+     *          + experts 32 * 4 = 128 + recv_tok 8*128*4 = 4096
+     *          + recv_pos (expert-major) 8*128*8*4 = 32768 = 45760 -> 256-aligned 45824;
+     *          4 handles = 183296 at 1024. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 45824ull);
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 45824);
 
     /* Mapped host: context status 64 + group status 64. */
     assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
@@ -123,9 +124,9 @@ static void test_ll_scales_with_ranks(void **state)
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull);
     /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
      * mask 64 * 4 = 256 at 768;
-     * handle = 4096 + 2 * 256 + 4 experts * 4 = 16 + map 4 * 64 * 128 * 4 = 131072
-     *        = 135696 -> 135936; handles at 1024. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 135936ull);
+     * handle = 4096 + 4096 + 512 + 2 * 256 + 4 experts * 4 = 16 + recv_tok 64*128*4 = 32768
+     *        + recv_pos 64*128*8*4 = 262144 = 304144 -> 304384; handles at 1024. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 304384ull);
 }
 
 static void test_ht_deepseek_16_ranks_2_nodes(void **state)
@@ -233,7 +234,7 @@ static void test_plan_print_lists_regions(void **state)
     fclose(out);
     assert_non_null(strstr(buf, "dispatch receive area"));
     assert_non_null(strstr(buf, "29523968"));
-    assert_non_null(strstr(buf, "(4 x 135424)"));
+    assert_non_null(strstr(buf, "(4 x 45824)"));
     assert_non_null(strstr(buf, "symmetric"));
     assert_non_null(strstr(buf, "totals per rank"));
 }

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Mixture-of-Experts dispatch and combine, low-latency (LL) algorithm.
+ *
+ * A group (declared in the plan) spans every rank of the context; experts are numbered
+ * globally, rank r owns experts [r * L, (r + 1) * L) with L = num_experts / num_ranks.  A
+ * handle holds one routing (topk_idx); dispatch sends each token once to every rank that owns
+ * at least one of its experts, combine brings the expert outputs back and reduces them.
+ *
+ * Layouts (chosen per handle):
+ *  - EXPERT_MAJOR: dispatch writes out_tokens [L, R * T, hidden], the received tokens of local
+ *    expert e at rows 0 .. out_counts[e] - 1, ordered by (source rank, source token index);
+ *    combine takes expert_out of the same shape and the caller's topk_weights [T, K], and
+ *    returns out[t] = sum over k (in k order) of weight[t][k] * expert_out row of (t, k).
+ *  - RANK_MAJOR: dispatch writes out_tokens [R, T, hidden]: row (s, i) is the i-th token that
+ *    source rank s sent here (in source token order), out_counts[s] of them, plus out_topk_idx
+ *    [R, T, K] (each top-k entry of the token: the expert id, local or global numbering, or
+ *    -1 where the expert is not on this rank) and out_topk_weights [R, T, K]; combine takes
+ *    expert_out [R, T, hidden] holding one pre-weighted row per received token and returns
+ *    out[t] = sum over the token's destination ranks (in rank order) of their rows.
+ * Combine accumulates in FP32 and writes expert_out's dtype.  Both directions are
+ * deterministic: two runs on the same input give bitwise-identical outputs.
+ *
+ * R = ranks, T = max_dispatch_tokens_per_rank of the group, K = the handle's top-k.  Entries
+ * of topk_idx equal to -1 are not routed.  Every call checks its arguments against the group
+ * and the handle and names the offending field; nothing here allocates, and every call can
+ * be captured in a CUDA graph.
+ */
+#ifndef NCCLX_EP_H_
+#define NCCLX_EP_H_
+
+#include <stdint.h>
+
+#include <ncclx/init.h>
+#include <ncclx/plan.h>
+#include <ncclx/result.h>
+#include <ncclx/struct.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A CUDA stream (cudaStream_t), declared here so that this header needs no CUDA header. */
+typedef struct CUstream_st *ncclxStream_t;
+
+typedef struct ncclxEpGroup *ncclxEpGroup_t;
+typedef struct ncclxEpHandle *ncclxEpHandle_t;
+
+#define NCCLX_MAGIC_EP_HANDLE_CONFIG 0x6e786863u /* 'nxhc' */
+#define NCCLX_MAGIC_EP_DISPATCH_ARGS 0x6e786461u /* 'nxda' */
+#define NCCLX_MAGIC_EP_COMBINE_ARGS 0x6e786361u  /* 'nxca' */
+
+#define NCCLX_TENSOR_MAX_DIMS 4
+
+/** A contiguous row-major device tensor. */
+typedef struct {
+    void *data;                             /**< device pointer (NULL: absent) */
+    ncclxDataType_t dtype;                  /**< element type */
+    uint32_t ndim;                          /**< dimensions used in shape */
+    int64_t shape[NCCLX_TENSOR_MAX_DIMS];   /**< sizes, outermost first */
+} ncclxTensor_t;
+
+/** An absent tensor. */
+#define NCCLX_TENSOR_INIT { NULL, NCCLX_BFLOAT16, 0, { 0, 0, 0, 0 } }
+
+/** The EP group declared at plan index `index` of ctx. */
+ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group);
+
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t layout;               /**< one NCCLX_EP_LAYOUT_* the group's plan allows */
+    uint32_t topk;                 /**< K, 1 .. the group's max_topk */
+    uint32_t global_expert_ids;    /**< RANK_MAJOR out_topk_idx: 1 global ids, 0 local (e - r*L) */
+    uint32_t reserved0;
+} ncclxEpHandleConfig_t;
+
+#define NCCLX_EP_HANDLE_CONFIG_INIT                                                            \
+    {                                                                                          \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpHandleConfig_t, NCCLX_MAGIC_EP_HANDLE_CONFIG),         \
+            NCCLX_EP_LAYOUT_EXPERT_MAJOR, 1, 0, 0                                              \
+    }
+
+/**
+ * Takes a handle from the group's pool and routes it with topk_idx ([num_tokens, K], int32 or
+ * int64, num_tokens <= T; values in [-1, num_experts)).  The routing is computed on the GPU in
+ * stream order.  ncclxResourceExhausted when the group's num_handles are all in use.
+ */
+ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t group, const ncclxEpHandleConfig_t *config,
+                                  const ncclxTensor_t *topk_idx, ncclxStream_t stream,
+                                  ncclxEpHandle_t *handle);
+
+/** Routes an existing handle with new topk_idx (same K; num_tokens may change). */
+ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t handle, const ncclxTensor_t *topk_idx,
+                                  ncclxStream_t stream);
+
+/** Returns the handle to its group's pool (after the work using it has been enqueued). */
+ncclxResult_t ncclxEpHandleDestroy(ncclxEpHandle_t handle);
+
+/** Dispatch arguments.  Output rows past the received counts are left untouched. */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t recipe;       /**< NCCLX_EP_RECIPE_NONE, _QUANT_FWD or _FP8 (the plan allows it) */
+    uint32_t round_scales; /**< FP8: round each scale up to a power of two */
+    uint32_t send_only;    /**< 1: only send; ncclxEpComplete receives */
+    uint32_t reserved0;
+    ncclxTensor_t tokens;  /**< [num_tokens, hidden]: BF16/FP16/FP32 (NONE), BF16 (FP8), any
+                                dtype with 16-byte rows (QUANT_FWD) */
+    ncclxTensor_t scales;  /**< QUANT_FWD only: [num_tokens, S] of any dtype */
+    ncclxTensor_t topk_weights; /**< [num_tokens, K] FLOAT32; RANK_MAJOR only (forwarded) */
+    ncclxTensor_t out_tokens;   /**< EXPERT_MAJOR [L, R*T, hidden], RANK_MAJOR [R, T, hidden];
+                                     dtype of tokens (FP8_E4M3 for the FP8 recipe) */
+    ncclxTensor_t out_scales;   /**< FP8: [L, R*T, hidden/128] or [R, T, hidden/128] FLOAT32;
+                                     QUANT_FWD: [L, R*T, S] or [R, T, S] of scales' dtype */
+    ncclxTensor_t out_counts;   /**< INT32: EXPERT_MAJOR [L] per local expert, RANK_MAJOR [R]
+                                     per source rank */
+    ncclxTensor_t out_topk_idx; /**< RANK_MAJOR: [R, T, K] INT32 or INT64 */
+    ncclxTensor_t out_topk_weights; /**< RANK_MAJOR: [R, T, K] FLOAT32 */
+} ncclxEpDispatchArgs_t;
+
+#define NCCLX_EP_DISPATCH_ARGS_INIT                                                            \
+    {                                                                                          \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS),         \
+            NCCLX_EP_RECIPE_NONE, 0, 0, 0, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,               \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,        \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                                               \
+    }
+
+/** Dispatches the handle's tokens; with send_only, ncclxEpComplete finishes it. */
+ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t handle, const ncclxEpDispatchArgs_t *args,
+                              ncclxStream_t stream);
+
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t send_only;          /**< 1: only send; ncclxEpComplete receives and reduces */
+    uint32_t reserved0;
+    ncclxTensor_t expert_out;    /**< same shape as the dispatch's out_tokens; BF16/FP16/FP32 */
+    ncclxTensor_t topk_weights;  /**< EXPERT_MAJOR: [num_tokens, K] FLOAT32 */
+    ncclxTensor_t out;           /**< [num_tokens, hidden], expert_out's dtype */
+} ncclxEpCombineArgs_t;
+
+#define NCCLX_EP_COMBINE_ARGS_INIT                                                             \
+    {                                                                                          \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0,     \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                            \
+    }
+
+/** Combines the experts' outputs of the handle's last dispatch back into out. */
+ncclxResult_t ncclxEpCombine(ncclxEpHandle_t handle, const ncclxEpCombineArgs_t *args,
+                             ncclxStream_t stream);
+
+/**
+ * Finishes the handle's send_only dispatch or combine (receive, unpack or reduce) in stream
+ * order.  One send may be in flight per group.
+ */
+ncclxResult_t ncclxEpComplete(ncclxEpHandle_t handle, ncclxStream_t stream);
+
+/**
+ * A loopback team: num_ranks ranks of one job emulated on one GPU in this process, each a
+ * full context (its own slice of one symmetric allocation, its own arenas) running the same
+ * kernels as real ranks.  Drive rank r with contexts[r] on its own non-blocking stream; all
+ * ranks' calls of one operation must be enqueued before any of them can finish.  The plan's
+ * sm_budget (or an automatic share of the SMs) keeps the ranks' kernels co-resident.
+ * Finalize every context with ncclxFinalize (any order).
+ */
+ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
+                                ncclxContext_t contexts[]);
+
+/**
+ * Reads the group's asynchronous error word (mapped host memory: no GPU synchronization):
+ * 0 = none, else an NCCLX_EP_ERROR_* bit set by a kernel (a wait timed out, ...).
+ */
+ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
+
+#define NCCLX_EP_ERROR_TIMEOUT 0x1u      /**< a GPU wait ran past the group's timeout */
+#define NCCLX_EP_ERROR_BAD_EXPERT 0x2u   /**< a topk_idx value outside [-1, num_experts) */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCLX_EP_H_ */

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * LL combine.  Send: for every message this rank received in the handle's dispatch, each
+ * warp stores the expert output row(s) of a (message, chunk) into the source rank's combine
+ * area at (token, k) (expert-major) or (token, rank order) (rank-major); the grid's last
+ * block signals every rank.  Receive: wait for every rank, then reduce each token's rows in a
+ * fixed order in float64 and round once to the output dtype, so results are bitwise
+ * reproducible; the last block advances the group's combine sequence number.
+ */
+#include "ep_ll_common.cuh"
+
+namespace ncclx {
+namespace {
+
+__device__ __forceinline__ size_t dtype_bytes(int dtype)
+{
+    return dtype == kFp32 ? 4 : 2;
+}
+
+__device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                              int parity, int token, int slot)
+{
+    return base + g.combine_recv +
+           ((size_t)(parity * g.max_tokens + token) * g.combine_slots + slot) *
+               g.combine_slot_bytes;
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                        ncclx_ep_ll_combine_desc_t a)
+{
+    const unsigned long long seq = g.state->combine_seq;
+    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
+    const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
+    const char *expert_out = static_cast<const char *>(a.expert_out);
+    for (int u = warp; u < g.ranks * T * chunks; u += warps) {
+        const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
+        if (i >= h.recv_count[s]) {
+            continue;
+        }
+        const int tok = h.recv_tok[m], t = tok & 0xffff, order = tok >> 16;
+        const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
+        char *peer = peer_base(g, s);
+        if (!h.expert_major) {
+            char *dst = combine_slot(peer, g, parity, t, order);
+            warp_copy_to(&dst, 1, expert_out + (size_t)m * row, begin, end, lane);
+            continue;
+        }
+        for (int k = 0; k < K; k++) {
+            int p = h.recv_pos[(size_t)m * K + k];
+            if (p >= 0) {
+                char *dst = combine_slot(peer, g, parity, t, k);
+                warp_copy_to(&dst, 1, expert_out + (size_t)p * row, begin, end, lane);
+            }
+        }
+    }
+    if (last_block(&g.state->combine_arrive)) {
+        for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+            st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1), (seq + 1) << 32);
+        }
+    }
+}
+
+constexpr int kElemsPerLane = 8;
+constexpr int kElemsPerWarp = kElemsPerLane * kWarpSize;
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                        ncclx_ep_ll_combine_desc_t a)
+{
+    const unsigned long long seq = g.state->combine_seq;
+    const int parity = (int)(seq & 1), K = h.topk, H = g.hidden, lane = threadIdx.x % kWarpSize;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    char *self = peer_base(g, g.rank);
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        wait_signal(g, signal_at(self, g, parity, s, 1), (unsigned)(seq + 1));
+    }
+    __syncthreads();
+    const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
+    for (int u = warp; u < h.num_tokens * chunks; u += warps) {
+        const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
+        double acc[kElemsPerLane];
+#pragma unroll
+        for (int x = 0; x < kElemsPerLane; x++) {
+            acc[x] = 0.0;
+        }
+        const int rows = h.expert_major ? K : h.ndest[t];
+        for (int q = 0; q < rows; q++) {
+            double w = 1.0;
+            if (h.expert_major) {
+                if (h.idx[t * K + q] < 0) {
+                    continue;
+                }
+                w = (double)a.topk_weights[t * K + q];
+            }
+            const char *slot = combine_slot(self, g, parity, t, q);
+#pragma unroll
+            for (int x = 0; x < kElemsPerLane; x++) {
+                if (first + x < H) {
+                    acc[x] = fma(w, (double)load_as_float(slot, first + x, a.dtype), acc[x]);
+                }
+            }
+        }
+#pragma unroll
+        for (int x = 0; x < kElemsPerLane; x++) {
+            if (first + x < H) {
+                store_from_double(a.out, (size_t)t * H + first + x, acc[x], a.dtype);
+            }
+        }
+    }
+    if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
+        g.state->combine_seq = seq + 1;
+    }
+}
+
+} // namespace
+} // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                       const ncclx_ep_ll_handle_desc_t *h,
+                                                       const ncclx_ep_ll_combine_desc_t *a,
+                                                       cudaStream_t stream)
+{
+    ncclx::combine_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                       const ncclx_ep_ll_handle_desc_t *h,
+                                                       const ncclx_ep_ll_combine_desc_t *a,
+                                                       cudaStream_t stream)
+{
+    ncclx::combine_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_combine_load(void)
+{
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, ncclx::combine_send_kernel);
+    return err != cudaSuccess ? err : cudaFuncGetAttributes(&attr, ncclx::combine_recv_kernel);
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Device helpers shared by the LL kernels: peer addressing, signals with acquire/release at
+ * system scope, bounded waits, last-block detection, and 16-byte copies.
+ */
+#ifndef NCCLX_KERNELS_EP_LL_COMMON_CUH_
+#define NCCLX_KERNELS_EP_LL_COMMON_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "ep_ll.h"
+
+namespace ncclx {
+
+constexpr int kWarpSize = 32;
+constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
+// Rows move in chunks of this many bytes (one warp, 4 x 16 bytes per lane in flight).
+constexpr size_t kChunkBytes = 2048;
+// NCCLX_EP_RECIPE_* and ncclxDataType_t values the kernels need (include/ncclx/plan.h).
+constexpr int kRecipeQuantFwd = 0x2;
+constexpr int kRecipeFp8 = 0x4;
+constexpr int kBf16 = 0, kFp16 = 1, kFp32 = 2;
+constexpr unsigned kErrorTimeout = 0x1, kErrorBadExpert = 0x2;
+
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, int peer)
+{
+    return static_cast<char *>(g.peers[peer]);
+}
+
+__device__ __forceinline__ unsigned long long *signal_at(char *base,
+                                                          const ncclx_ep_ll_group_desc_t &g,
+                                                          int parity, int source, int which)
+{
+    return reinterpret_cast<unsigned long long *>(base + g.signals) +
+           ((size_t)(parity * g.ranks + source) * 2 + which);
+}
+
+// Records an error for the host (mapped status) and for later kernels (device state).
+__device__ __forceinline__ void report_error(const ncclx_ep_ll_group_desc_t &g, unsigned bits)
+{
+    atomicOr(&g.state->error, bits);
+    volatile unsigned *status = g.status;
+    *status = *status | bits;
+    __threadfence_system();
+}
+
+// Waits until the signal's sequence tag equals want; returns the message count, or 0 after
+// the group's timeout (the error is reported, the caller goes on without that source).
+__device__ __forceinline__ unsigned wait_signal(const ncclx_ep_ll_group_desc_t &g,
+                                                const unsigned long long *signal, unsigned want)
+{
+    unsigned long long start = 0;
+    for (unsigned spins = 0;; spins++) {
+        unsigned long long v = ld_acquire_sys(signal);
+        if ((unsigned)(v >> 32) == want) {
+            return (unsigned)v;
+        }
+        if ((spins & 1023) == 0) {
+            unsigned long long now = globaltimer();
+            if (start == 0) {
+                start = now;
+            } else if (now - start > g.timeout_ns) {
+                report_error(g, kErrorTimeout);
+                return 0;
+            }
+        }
+    }
+}
+
+// True in exactly one block of the grid: the last to arrive (after every block's writes are
+// visible system-wide).  counter only grows; all launches on it use the same grid size.
+__device__ __forceinline__ bool last_block(unsigned *counter)
+{
+    __shared__ bool is_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        unsigned ticket = atomicAdd(counter, 1u);
+        is_last = ((ticket + 1) % gridDim.x) == 0;
+    }
+    __syncthreads();
+    if (is_last) {
+        __threadfence();
+    }
+    return is_last;
+}
+
+// A warp copies [begin, end) bytes (16-byte multiples) of src to each of n destinations.
+__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src,
+                                             size_t begin, size_t end, int lane)
+{
+    for (size_t off = begin + (size_t)lane * 16; off < end; off += 4 * kWarpSize * 16) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            size_t o = off + (size_t)u * kWarpSize * 16;
+            if (o < end) {
+                v[u] = *reinterpret_cast<const uint4 *>(src + o);
+            }
+        }
+        for (int j = 0; j < n; j++) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                size_t o = off + (size_t)u * kWarpSize * 16;
+                if (o < end) {
+                    *reinterpret_cast<uint4 *>(dst[j] + o) = v[u];
+                }
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ float load_as_float(const void *p, size_t i, int dtype)
+{
+    if (dtype == kBf16) {
+        return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+    }
+    if (dtype == kFp16) {
+        return __half2float(static_cast<const __half *>(p)[i]);
+    }
+    return static_cast<const float *>(p)[i];
+}
+
+__device__ __forceinline__ void store_from_double(void *p, size_t i, double v, int dtype)
+{
+    if (dtype == kBf16) {
+        static_cast<__nv_bfloat16 *>(p)[i] = __double2bfloat16(v);
+    } else if (dtype == kFp16) {
+        static_cast<__half *>(p)[i] = __double2half(v);
+    } else {
+        static_cast<float *>(p)[i] = __double2float_rn(v);
+    }
+}
+
+} // namespace ncclx
+
+#endif /* NCCLX_KERNELS_EP_LL_COMMON_CUH_ */

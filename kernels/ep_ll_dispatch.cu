@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * LL dispatch.  Send: each warp takes a (token, chunk) and stores it once into every
+ * destination rank's receive area (quantizing to FP8 on the way for that recipe); the grid's
+ * last block then signals every rank with its message count.  Receive: wait for every
+ * source and record each message's token (meta), number the rows of each local expert in
+ * (source, token) order (positions, expert-major only), then copy the messages into the
+ * caller's outputs (unpack); unpack's last block advances the group's sequence number.
+ */
+#include <cub/block/block_scan.cuh>
+
+#include "ep_ll_common.cuh"
+
+namespace ncclx {
+namespace {
+
+__device__ __forceinline__ size_t payload_offset(const ncclx_ep_ll_group_desc_t &g)
+{
+    return NCCLX_EP_MSG_HEADER + (((size_t)g.max_topk * 8 + 15) & ~(size_t)15);
+}
+
+__device__ __forceinline__ size_t scale_offset(const ncclx_ep_ll_dispatch_desc_t &a)
+{
+    return (a.out_row_bytes + 15) & ~(size_t)15;
+}
+
+__device__ __forceinline__ char *message_at(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                            int parity, int source, int slot)
+{
+    return base + g.dispatch_recv +
+           ((size_t)(parity * g.ranks + source) * g.max_tokens + slot) * g.msg_bytes;
+}
+
+// Destinations of token t in top-k order of first appearance, with their messages.
+struct Destinations {
+    int n;
+    int rank[16];
+    char *msg[16];
+};
+
+__device__ __forceinline__ void find_destinations(const ncclx_ep_ll_group_desc_t &g,
+                                                  const ncclx_ep_ll_handle_desc_t &h, int t,
+                                                  int parity, Destinations &out)
+{
+    out.n = 0;
+    for (int k = 0; k < h.topk; k++) {
+        int e = h.idx[t * h.topk + k];
+        if (e < 0) {
+            continue;
+        }
+        int d = e / g.local_experts;
+        bool seen = false;
+        for (int j = 0; j < out.n; j++) {
+            seen |= out.rank[j] == d;
+        }
+        if (!seen) {
+            out.rank[out.n] = d;
+            out.msg[out.n] = message_at(peer_base(g, d), g, parity, g.rank, h.route[t * h.topk + k]);
+            out.n++;
+        }
+    }
+}
+
+// Header and top-k entries of token t into every destination's message.
+__device__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
+                              const ncclx_ep_ll_dispatch_desc_t &a, int t,
+                              const Destinations &dst, int lane)
+{
+    for (int j = 0; j < dst.n; j++) {
+        if (lane == 0) {
+            int order = 0; // rank order of this destination among the token's destinations
+            for (int j2 = 0; j2 < dst.n; j2++) {
+                order += dst.rank[j2] < dst.rank[j];
+            }
+            *reinterpret_cast<int4 *>(dst.msg[j]) = make_int4(t, order, 0, 0);
+        }
+        if (lane < h.topk) {
+            float w = a.topk_weights != nullptr ? a.topk_weights[t * h.topk + lane] : 0.0f;
+            int2 entry = make_int2(h.idx[t * h.topk + lane], __float_as_int(w));
+            reinterpret_cast<int2 *>(dst.msg[j] + NCCLX_EP_MSG_HEADER)[lane] = entry;
+        }
+    }
+}
+
+// FP8 recipe: elements [begin, end) of a BF16 row, one 128-element block per warp step.
+__device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv_bfloat16 *row,
+                                char *const *payload, int n, int begin, int end, int lane)
+{
+    const size_t scales = scale_offset(a);
+    for (int b = begin; b < end; b += 128) {
+        float x[4], amax = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            x[i] = __bfloat162float(row[b + lane * 4 + i]);
+            amax = fmaxf(amax, fabsf(x[i]));
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+        }
+        float scale = fmaxf(amax, 1e-4f) / 448.0f;
+        if (a.round_scales) {
+            unsigned bits = __float_as_uint(scale);
+            if (bits & 0x007fffffu) { // not a power of two: next one up
+                bits = (bits & 0xff800000u) + 0x00800000u;
+            }
+            scale = __uint_as_float(bits);
+        }
+        unsigned q = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            __nv_fp8_storage_t v = __nv_cvt_float_to_fp8(x[i] / scale, __NV_SATFINITE, __NV_E4M3);
+            q |= (unsigned)v << (8 * i);
+        }
+        for (int j = 0; j < n; j++) {
+            *reinterpret_cast<unsigned *>(payload[j] + b + lane * 4) = q;
+            if (lane == 0) {
+                reinterpret_cast<float *>(payload[j] + scales)[b / 128] = scale;
+            }
+        }
+    }
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                         ncclx_ep_ll_dispatch_desc_t a)
+{
+    const unsigned long long seq = g.state->dispatch_seq;
+    const int parity = (int)(seq & 1), lane = threadIdx.x % kWarpSize;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const bool fp8 = a.recipe == kRecipeFp8;
+    const size_t in_row = a.row_bytes, poff = payload_offset(g);
+    const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
+    for (int u = warp; u < h.num_tokens * chunks; u += warps) {
+        const int t = u / chunks, c = u % chunks;
+        Destinations dst;
+        find_destinations(g, h, t, parity, dst);
+        char *payload[16];
+        for (int j = 0; j < dst.n; j++) {
+            payload[j] = dst.msg[j] + poff;
+        }
+        const char *src = static_cast<const char *>(a.tokens) + (size_t)t * in_row;
+        size_t begin = (size_t)c * kChunkBytes, end = min(in_row, begin + kChunkBytes);
+        if (c == 0) {
+            write_headers(h, a, t, dst, lane);
+            if (a.recipe == kRecipeQuantFwd && a.scale_bytes > 0) {
+                const char *s = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
+                for (int j = 0; j < dst.n; j++) {
+                    for (size_t i = lane; i < a.scale_bytes; i += kWarpSize) {
+                        payload[j][scale_offset(a) + i] = s[i];
+                    }
+                }
+            }
+        }
+        if (fp8) {
+            quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload, dst.n,
+                            (int)(begin / 2), (int)(end / 2), lane);
+        } else {
+            warp_copy_to(payload, dst.n, src, begin, end, lane);
+        }
+    }
+    if (last_block(&g.state->dispatch_arrive)) {
+        for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+            unsigned long long v = ((seq + 1) << 32) | (unsigned)h.send_count[d];
+            st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0), v);
+        }
+    }
+}
+
+// One thread per (source, slot): wait for the source, record the message's token.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    dispatch_meta_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                         ncclx_ep_ll_dispatch_desc_t a)
+{
+    const unsigned long long seq = g.state->dispatch_seq;
+    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk;
+    char *self = peer_base(g, g.rank);
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < g.ranks * T;
+         m += gridDim.x * blockDim.x) {
+        const int s = m / T, i = m % T;
+        unsigned count = wait_signal(g, signal_at(self, g, parity, s, 0), (unsigned)(seq + 1));
+        count = min(count, (unsigned)T);
+        if (i == 0) {
+            h.recv_count[s] = (int)count;
+            if (!h.expert_major) {
+                a.out_counts[s] = (int)count;
+            }
+        }
+        if ((unsigned)i >= count) {
+            continue;
+        }
+        const char *msg = message_at(self, g, parity, s, i);
+        int4 header = *reinterpret_cast<const int4 *>(msg);
+        h.recv_tok[m] = (header.x & 0xffff) | (header.y << 16);
+        if (h.expert_major) {
+            const int2 *entries = reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER);
+            for (int k = 0; k < K; k++) {
+                int e = entries[k].x;
+                if (e < 0 || e / g.local_experts != g.rank) {
+                    h.recv_pos[(size_t)m * K + k] = -1;
+                }
+            }
+        }
+    }
+}
+
+// Expert-major: one block per local expert numbers its rows in (source, slot) order.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    dispatch_positions_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                              ncclx_ep_ll_dispatch_desc_t a)
+{
+    using Scan = cub::BlockScan<int, NCCLX_EP_THREADS>;
+    __shared__ typename Scan::TempStorage scan_storage;
+    const int parity = (int)(g.state->dispatch_seq & 1), T = g.max_tokens, K = h.topk;
+    const int rows = g.ranks * T;
+    char *self = peer_base(g, g.rank);
+    for (int e = blockIdx.x; e < g.local_experts; e += gridDim.x) {
+        const int expert = g.rank * g.local_experts + e;
+        int base = 0;
+        for (int m0 = 0; m0 < rows; m0 += blockDim.x) {
+            const int m = m0 + threadIdx.x;
+            const int2 *entries = nullptr;
+            int mine = 0, pos = 0, total = 0;
+            if (m < rows && m % T < h.recv_count[m / T]) {
+                entries = reinterpret_cast<const int2 *>(message_at(self, g, parity, m / T, m % T) +
+                                                         NCCLX_EP_MSG_HEADER);
+                for (int k = 0; k < K; k++) {
+                    mine |= entries[k].x == expert;
+                }
+            }
+            Scan(scan_storage).ExclusiveSum(mine, pos, total);
+            __syncthreads();
+            if (mine) {
+                for (int k = 0; k < K; k++) {
+                    if (entries[k].x == expert) {
+                        h.recv_pos[(size_t)m * K + k] = e * rows + base + pos;
+                    }
+                }
+            }
+            base += total;
+        }
+        if (threadIdx.x == 0) {
+            h.expert_count[e] = base;
+            a.out_counts[e] = base;
+        }
+    }
+}
+
+__device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
+                                       const ncclx_ep_ll_handle_desc_t &h,
+                                       const ncclx_ep_ll_dispatch_desc_t &a, const char *msg,
+                                       int m, int lane)
+{
+    const int2 *entries = reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER);
+    if (lane < h.topk) {
+        int e = entries[lane].x;
+        bool mine = e >= 0 && e / g.local_experts == g.rank;
+        long long id = mine ? (h.global_ids ? e : e - g.rank * g.local_experts) : -1;
+        size_t at = (size_t)m * h.topk + lane;
+        if (a.out_idx_int64) {
+            static_cast<long long *>(a.out_topk_idx)[at] = id;
+        } else {
+            static_cast<int *>(a.out_topk_idx)[at] = (int)id;
+        }
+        static_cast<float *>(a.out_topk_weights)[at] = mine ? __int_as_float(entries[lane].y) : 0.0f;
+    }
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+    dispatch_unpack_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                           ncclx_ep_ll_dispatch_desc_t a)
+{
+    const unsigned long long seq = g.state->dispatch_seq;
+    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
+    const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
+    char *self = peer_base(g, g.rank);
+    for (int u = warp; u < g.ranks * T * chunks; u += warps) {
+        const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
+        if (i >= h.recv_count[s]) {
+            continue;
+        }
+        const char *msg = message_at(self, g, parity, s, i);
+        char *dst[16];
+        int n = 0;
+        if (h.expert_major) {
+            for (int k = 0; k < K; k++) {
+                int p = h.recv_pos[(size_t)m * K + k];
+                bool seen = p < 0;
+                for (int k2 = 0; k2 < k; k2++) {
+                    seen |= h.recv_pos[(size_t)m * K + k2] == p;
+                }
+                if (!seen) {
+                    dst[n++] = static_cast<char *>(a.out_tokens) + (size_t)p * out_row;
+                }
+            }
+        } else {
+            dst[n++] = static_cast<char *>(a.out_tokens) + (size_t)m * out_row;
+        }
+        size_t begin = (size_t)c * kChunkBytes, end = min(out_row, begin + kChunkBytes);
+        warp_copy_to(dst, n, msg + poff, begin, end, lane);
+        if (c != 0) {
+            continue;
+        }
+        if (a.scale_bytes > 0) {
+            for (int j = 0; j < n; j++) {
+                size_t row = (size_t)(dst[j] - static_cast<char *>(a.out_tokens)) / out_row;
+                char *out = static_cast<char *>(a.out_scales) + row * a.scale_bytes;
+                for (size_t b = lane; b < a.scale_bytes; b += kWarpSize) {
+                    out[b] = msg[poff + scale_offset(a) + b];
+                }
+            }
+        }
+        if (!h.expert_major) {
+            unpack_rank_major_meta(g, h, a, msg, m, lane);
+        }
+    }
+    if (last_block(&g.state->unpack_arrive) && threadIdx.x == 0) {
+        g.state->dispatch_seq = seq + 1;
+    }
+}
+
+} // namespace
+} // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
+                                                        const ncclx_ep_ll_handle_desc_t *h,
+                                                        const ncclx_ep_ll_dispatch_desc_t *a,
+                                                        cudaStream_t stream)
+{
+    ncclx::dispatch_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                        const ncclx_ep_ll_handle_desc_t *h,
+                                                        const ncclx_ep_ll_dispatch_desc_t *a,
+                                                        cudaStream_t stream)
+{
+    int meta_blocks = (g->ranks * g->max_tokens + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS;
+    ncclx::dispatch_meta_kernel<<<min(meta_blocks, g->blocks), NCCLX_EP_THREADS, 0, stream>>>(
+        *g, *h, *a);
+    if (h->expert_major) {
+        ncclx::dispatch_positions_kernel<<<min(g->local_experts, g->blocks), NCCLX_EP_THREADS, 0,
+                                           stream>>>(*g, *h, *a);
+    }
+    ncclx::dispatch_unpack_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
+{
+    cudaFuncAttributes attr;
+    const void *kernels[] = {
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
+        reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
+        reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
+        reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
+    for (const void *k : kernels) {
+        cudaError_t err = cudaFuncGetAttributes(&attr, k);
+        if (err != cudaSuccess) {
+            return err;
+        }
+    }
+    return cudaSuccess;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * EP LL entry points: groups, handles, dispatch, combine, complete.  Each call validates its
+ * arguments against the group and handle (the error names the field), then fills the
+ * kernels' descriptors and launches; nothing here allocates or synchronizes with the host.
+ */
+#include <string.h>
+
+#include "context.h"
+#include "ep_group.h"
+#include "ep_tensor.h"
+#include "error.h"
+#include "gpu_check.h"
+#include "struct.h"
+
+#define NCCLX_EP_HANDLE_CONFIG_SIZE_V1 32u
+#define NCCLX_EP_DISPATCH_ARGS_SIZE_V1 sizeof(ncclxEpDispatchArgs_t)
+#define NCCLX_EP_COMBINE_ARGS_SIZE_V1 sizeof(ncclxEpCombineArgs_t)
+_Static_assert(sizeof(ncclxEpHandleConfig_t) == NCCLX_EP_HANDLE_CONFIG_SIZE_V1,
+               "ncclxEpHandleConfig_t v1 layout changed");
+
+#define BIT(t) NCCLX_DTYPE_BIT(t)
+#define COMBINE_DTYPES (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
+#define IDX_DTYPES (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))
+
+void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks)
+{
+    ncclx_ep_ll_group_desc_t *d = &g->desc;
+    const ncclx_ep_group_regions_t *r = &g->regions;
+    g->ctx = ctx;
+    ncclx_ep_ll_handle_layout(&g->dims, (g->plan.layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) != 0,
+                              &g->handle_layout);
+    g->handle_memory = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->handles);
+    g->status = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_MAPPED_HOST, r->status);
+    memset(d, 0, sizeof(*d));
+    d->rank = rank;
+    d->ranks = (int)g->dims.ranks;
+    d->local_experts = (int)g->dims.local_experts;
+    d->num_experts = (int)g->plan.num_experts;
+    d->max_tokens = (int)g->dims.tokens;
+    d->max_topk = (int)g->dims.topk;
+    d->hidden = (int)g->dims.hidden;
+    d->blocks = g->plan.sm_budget != 0 ? (int)g->plan.sm_budget : blocks;
+    d->peers = (void *const *)ctx->peer_table;
+    d->dispatch_recv = r->dispatch_recv;
+    d->combine_recv = r->combine_recv;
+    d->signals = r->signals;
+    d->msg_bytes = g->dims.dispatch_msg_bytes;
+    d->combine_slot_bytes = g->dims.combine_slot_bytes;
+    d->combine_slots = (int)g->dims.combine_slots;
+    d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
+    d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
+    d->timeout_ns = g->plan.timeout_ns;
+}
+
+ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group)
+{
+    if (ctx == NULL || group == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpGroupGet: %s is NULL",
+                           ctx == NULL ? "ctx" : "group");
+    }
+    if (index >= ctx->norm.num_groups) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpGroupGet: index=%u but the plan declares %u EP group(s)", index,
+                           ctx->norm.num_groups);
+    }
+    if (ctx->groups[index]->plan.algorithm != NCCLX_EP_ALGO_LL) {
+        return NCCLX_ERROR(ncclxUnsupported, "ncclxEpGroupGet: EP group %u is HT, which this "
+                           "release does not run yet", index);
+    }
+    if (ctx->norm.team.lsa_size != ctx->norm.team.num_ranks) {
+        return NCCLX_ERROR(ncclxUnsupported, "ncclxEpGroupGet: LL across nodes (%u ranks, %u "
+                           "reachable by load/store) needs GIN, not supported yet",
+                           ctx->norm.team.num_ranks, ctx->norm.team.lsa_size);
+    }
+    *group = ctx->groups[index];
+    return ncclxSuccess;
+}
+
+/* ---- handles ---- */
+
+static ncclxResult_t ncclx_check_handle_config(const ncclx_ep_group_t *g,
+                                               const ncclxEpHandleConfig_t *c)
+{
+    if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != NCCLX_EP_LAYOUT_RANK_MAJOR) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x: an LL handle is "
+                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR", c->layout);
+    }
+    if (!(g->plan.layouts & c->layout)) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x is not in the group's plan "
+                           "layouts 0x%x", c->layout, g->plan.layouts);
+    }
+    if (c->topk < 1 || c->topk > g->plan.max_topk) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
+                           c->topk, g->plan.max_topk);
+    }
+    if (c->global_expert_ids > 1) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->global_expert_ids=%u: must be 0 or 1",
+                           c->global_expert_ids);
+    }
+    return ncclxSuccess;
+}
+
+static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
+                                 const char *call, ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
+    char what[96];
+    ncclxResult_t res = ncclxSuccess;
+    snprintf(what, sizeof(what), "%s: topk_idx", call);
+    NCCLX_CHECK(ncclx_tensor_check(topk_idx, what, IDX_DTYPES, 2, shape, "[num_tokens, topk]"));
+    if (topk_idx->shape[0] > (int64_t)g->dims.tokens) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s.shape[0]=%lld tokens exceeds the group's "
+                           "max_dispatch_tokens_per_rank=%u", what,
+                           (long long)topk_idx->shape[0], g->dims.tokens);
+    }
+    h->desc.num_tokens = (int)topk_idx->shape[0];
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data,
+                                                   topk_idx->dtype == NCCLX_INT64,
+                                                   (cudaStream_t)stream),
+                          res, out);
+    h->dispatched = 0;
+out:
+    return res;
+}
+
+static void ncclx_handle_desc(ncclx_ep_handle_t *h)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const ncclx_ep_ll_handle_layout_t *l = &g->handle_layout;
+    char *base = g->handle_memory + (size_t)h->index * l->bytes;
+    ncclx_ep_ll_handle_desc_t *d = &h->desc;
+    d->idx = (int32_t *)(base + l->idx);
+    d->route = (int32_t *)(base + l->route);
+    d->ndest = (int32_t *)(base + l->ndest);
+    d->send_count = (int32_t *)(base + l->send_count);
+    d->recv_count = (int32_t *)(base + l->recv_count);
+    d->expert_count = (int32_t *)(base + l->expert_count);
+    d->recv_tok = (int32_t *)(base + l->recv_tok);
+    d->recv_pos = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR
+                      ? (int32_t *)(base + l->recv_pos)
+                      : NULL;
+    d->topk = (int)h->config.topk;
+    d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    d->global_ids = (int)h->config.global_expert_ids;
+}
+
+ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *config,
+                                  const ncclxTensor_t *topk_idx, ncclxStream_t stream,
+                                  ncclxEpHandle_t *handle)
+{
+    ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
+    ncclx_ep_handle_t *h = NULL;
+    uint32_t index;
+    ncclxResult_t res;
+    if (g == NULL || handle == NULL || topk_idx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleCreate: %s is NULL",
+                           g == NULL ? "group" : handle == NULL ? "handle" : "topk_idx");
+    }
+    NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
+                                    NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
+    NCCLX_CHECK(ncclx_check_handle_config(g, &cfg));
+    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
+    h->group = g;
+    h->index = index;
+    h->config = cfg;
+    ncclx_handle_desc(h);
+    NCCLX_CHECK_GOTO(ncclx_route(h, topk_idx, "ncclxEpHandleCreate", stream), res, err_release);
+    h->live = 1;
+    *handle = h;
+    return ncclxSuccess;
+err_release:
+    (void)ncclx_pool_release(&g->handles, h);
+    return res;
+}
+
+static ncclxResult_t ncclx_check_live(const ncclx_ep_handle_t *h, const char *call)
+{
+    if (h == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s: handle is NULL", call);
+    }
+    if (!h->live) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "%s: the handle was destroyed", call);
+    }
+    return ncclxSuccess;
+}
+
+/* One send_only operation may be in flight per group; only its handle may complete it. */
+static ncclxResult_t ncclx_check_no_send_in_flight(const ncclx_ep_handle_t *h, const char *call)
+{
+    if (h->group->send_in_flight != NULL) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "%s: a send_only %s of handle %u is in flight in "
+                           "this group: call ncclxEpComplete on it first", call,
+                           h->group->send_in_flight->pending == NCCLX_EP_PENDING_DISPATCH
+                               ? "dispatch" : "combine",
+                           h->group->send_in_flight->index);
+    }
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t h, const ncclxTensor_t *topk_idx,
+                                  ncclxStream_t stream)
+{
+    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleUpdate"));
+    NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpHandleUpdate"));
+    if (topk_idx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleUpdate: topk_idx is NULL");
+    }
+    return ncclx_route(h, topk_idx, "ncclxEpHandleUpdate", stream);
+}
+
+ncclxResult_t ncclxEpHandleDestroy(ncclxEpHandle_t h)
+{
+    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleDestroy"));
+    if (h->pending != NCCLX_EP_PENDING_NONE) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpHandleDestroy: handle %u has a send_only "
+                           "operation in flight: call ncclxEpComplete first", h->index);
+    }
+    h->live = 0;
+    return ncclx_pool_release(&h->group->handles, h);
+}
+
+ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t g, uint32_t *error)
+{
+    if (g == NULL || error == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpGetAsyncError: %s is NULL",
+                           g == NULL ? "group" : "error");
+    }
+    *error = *g->status;
+    return ncclxSuccess;
+}
+
+/* ---- dispatch / combine / complete ---- */
+
+static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    ncclxResult_t res = ncclxSuccess;
+    if (h->pending == NCCLX_EP_PENDING_DISPATCH) {
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_recv(&g->desc, &h->desc,
+                                                               &h->pending_dispatch,
+                                                               (cudaStream_t)stream),
+                              res, out);
+        h->dispatched = 1;
+    } else {
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_recv(&g->desc, &h->desc,
+                                                              &h->pending_combine,
+                                                              (cudaStream_t)stream),
+                              res, out);
+    }
+out:
+    h->pending = NCCLX_EP_PENDING_NONE;
+    g->send_in_flight = NULL;
+    return res;
+}
+
+ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *args,
+                              ncclxStream_t stream)
+{
+    ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpDispatch"));
+    NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
+    NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
+                                    NCCLX_EP_DISPATCH_ARGS_SIZE_V1, "args"));
+    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_send(&h->group->desc, &h->desc,
+                                                           &h->pending_dispatch,
+                                                           (cudaStream_t)stream),
+                          res, out);
+    h->pending = NCCLX_EP_PENDING_DISPATCH;
+    h->group->send_in_flight = h;
+    if (!a.send_only) {
+        return ncclx_launch_pending(h, stream);
+    }
+out:
+    return res;
+}
+
+ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args,
+                             ncclxStream_t stream)
+{
+    ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpCombine"));
+    NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpCombine"));
+    if (!h->dispatched) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpCombine: handle %u has no completed "
+                           "dispatch since its last routing", h->index);
+    }
+    NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_COMBINE_ARGS,
+                                    NCCLX_EP_COMBINE_ARGS_SIZE_V1, "args"));
+    NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(&h->group->desc, &h->desc,
+                                                          &h->pending_combine,
+                                                          (cudaStream_t)stream),
+                          res, out);
+    h->pending = NCCLX_EP_PENDING_COMBINE;
+    h->group->send_in_flight = h;
+    if (!a.send_only) {
+        return ncclx_launch_pending(h, stream);
+    }
+out:
+    return res;
+}
+
+ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
+{
+    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpComplete"));
+    if (h->pending == NCCLX_EP_PENDING_NONE) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpComplete: handle %u has no send_only "
+                           "dispatch or combine in flight", h->index);
+    }
+    return ncclx_launch_pending(h, stream);
+}

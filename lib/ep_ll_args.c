@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Argument checks of LL dispatch and combine, and the kernels' call descriptors they fill.
+ * Shapes follow include/ncclx/ep.h; every mismatch names the call, the field and the
+ * dimension.
+ */
+#include <string.h>
+
+#include "ep_group.h"
+#include "ep_tensor.h"
+#include "error.h"
+
+#define BIT(t) NCCLX_DTYPE_BIT(t)
+#define FLOAT_TOKENS (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
+#define ALL_DTYPES ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
+
+/* Output shapes: [L, R*T, inner] expert-major, [R, T, inner] rank-major. */
+static void ncclx_out_shape(const ncclx_ep_handle_t *h, int64_t inner, int64_t shape[3])
+{
+    const ncclx_ep_dims_t *d = &h->group->dims;
+    if (h->desc.expert_major) {
+        shape[0] = d->local_experts;
+        shape[1] = (int64_t)d->ranks * d->tokens;
+    } else {
+        shape[0] = d->ranks;
+        shape[1] = d->tokens;
+    }
+    shape[2] = inner;
+}
+
+static const char *ncclx_out_why(const ncclx_ep_handle_t *h)
+{
+    return h->desc.expert_major ? "[local_experts, ranks * max_tokens, ...] (expert-major)"
+                                : "[ranks, max_tokens, ...] (rank-major)";
+}
+
+static ncclxResult_t ncclx_check_recipe(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a)
+{
+    const ncclxEpGroupPlan_t *p = &h->group->plan;
+    if (a->recipe != NCCLX_EP_RECIPE_NONE && a->recipe != NCCLX_EP_RECIPE_QUANT_FWD &&
+        a->recipe != NCCLX_EP_RECIPE_FP8) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->recipe=0x%x: LL takes "
+                           "NCCLX_EP_RECIPE_NONE, _QUANT_FWD or _FP8", a->recipe);
+    }
+    if (!(p->recipes & a->recipe)) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->recipe=0x%x is not in "
+                           "the group's plan recipes 0x%x", a->recipe, p->recipes);
+    }
+    if (a->round_scales > 1 || a->send_only > 1) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->%s must be 0 or 1",
+                           a->round_scales > 1 ? "round_scales" : "send_only");
+    }
+    return ncclxSuccess;
+}
+
+/* The input rows: dtype per recipe, [num_tokens, hidden]; fills row and out-row bytes. */
+static ncclxResult_t ncclx_check_tokens(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                        ncclx_ep_ll_dispatch_desc_t *d)
+{
+    const ncclxEpGroupPlan_t *p = &h->group->plan;
+    const int64_t shape[2] = {h->desc.num_tokens, p->hidden};
+    uint32_t allowed = p->token_dtypes & FLOAT_TOKENS;
+    if (a->recipe == NCCLX_EP_RECIPE_FP8) {
+        allowed = BIT(NCCLX_BFLOAT16);
+    } else if (a->recipe == NCCLX_EP_RECIPE_QUANT_FWD) {
+        allowed = p->token_dtypes;
+    }
+    NCCLX_CHECK(ncclx_tensor_check(&a->tokens, "ncclxEpDispatch: args->tokens", allowed, 2, shape,
+                                   "[num_tokens of the handle, the group's hidden]"));
+    d->row_bytes = ncclx_tensor_row_bytes(&a->tokens);
+    d->out_row_bytes = a->recipe == NCCLX_EP_RECIPE_FP8 ? p->hidden : d->row_bytes;
+    if (a->recipe == NCCLX_EP_RECIPE_QUANT_FWD && d->row_bytes > p->max_token_bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->tokens rows are %zu "
+                           "bytes, more than the plan's max_token_bytes=%u", d->row_bytes,
+                           p->max_token_bytes);
+    }
+    return ncclxSuccess;
+}
+
+/* Scales: FP8 produces FLOAT32 [.., hidden/128]; QUANT_FWD forwards [num_tokens, S]. */
+static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                        ncclx_ep_ll_dispatch_desc_t *d)
+{
+    const ncclxEpGroupPlan_t *p = &h->group->plan;
+    int64_t out_shape[3];
+    if (a->recipe == NCCLX_EP_RECIPE_FP8) {
+        ncclx_out_shape(h, p->hidden / 128, out_shape);
+        NCCLX_CHECK(ncclx_tensor_check(&a->out_scales, "ncclxEpDispatch: args->out_scales",
+                                       BIT(NCCLX_FLOAT32), 3, out_shape, ncclx_out_why(h)));
+        d->scale_bytes = (size_t)p->hidden / 128 * 4;
+        d->out_scales = a->out_scales.data;
+        return ncclxSuccess;
+    }
+    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || a->scales.data == NULL) {
+        d->scale_bytes = 0;
+        return ncclxSuccess;
+    }
+    const int64_t in_shape[2] = {h->desc.num_tokens, NCCLX_ANY_DIM};
+    NCCLX_CHECK(ncclx_tensor_check(&a->scales, "ncclxEpDispatch: args->scales", ALL_DTYPES, 2,
+                                   in_shape, "[num_tokens, scales per token]"));
+    d->scale_bytes = ncclx_tensor_row_bytes(&a->scales);
+    if (d->scale_bytes > p->max_scale_bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->scales rows are %zu "
+                           "bytes, more than the plan's max_scale_bytes=%u", d->scale_bytes,
+                           p->max_scale_bytes);
+    }
+    ncclx_out_shape(h, a->scales.shape[1], out_shape);
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_scales, "ncclxEpDispatch: args->out_scales",
+                                   BIT(a->scales.dtype), 3, out_shape, ncclx_out_why(h)));
+    d->scales = a->scales.data;
+    d->out_scales = a->out_scales.data;
+    return ncclxSuccess;
+}
+
+/* Rank-major extras: forwarded weights in, received top-k idx and weights out. */
+static ncclxResult_t ncclx_check_rank_major(const ncclx_ep_handle_t *h,
+                                            const ncclxEpDispatchArgs_t *a,
+                                            ncclx_ep_ll_dispatch_desc_t *d)
+{
+    const int64_t w_shape[2] = {h->desc.num_tokens, h->desc.topk};
+    int64_t out_shape[3];
+    NCCLX_CHECK(ncclx_tensor_check(&a->topk_weights, "ncclxEpDispatch: args->topk_weights",
+                                   BIT(NCCLX_FLOAT32), 2, w_shape, "[num_tokens, topk]"));
+    ncclx_out_shape(h, h->desc.topk, out_shape);
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_topk_idx, "ncclxEpDispatch: args->out_topk_idx",
+                                   BIT(NCCLX_INT32) | BIT(NCCLX_INT64), 3, out_shape,
+                                   "[ranks, max_tokens, topk]"));
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_topk_weights, "ncclxEpDispatch: args->out_topk_weights",
+                                   BIT(NCCLX_FLOAT32), 3, out_shape, "[ranks, max_tokens, topk]"));
+    d->topk_weights = a->topk_weights.data;
+    d->out_topk_idx = a->out_topk_idx.data;
+    d->out_topk_weights = a->out_topk_weights.data;
+    d->out_idx_int64 = a->out_topk_idx.dtype == NCCLX_INT64;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                     ncclx_ep_ll_dispatch_desc_t *out)
+{
+    const ncclx_ep_dims_t *dims = &h->group->dims;
+    ncclx_ep_ll_dispatch_desc_t d;
+    int64_t shape[3];
+    const int64_t count_shape[1] = {h->desc.expert_major ? (int64_t)dims->local_experts
+                                                         : (int64_t)dims->ranks};
+    memset(&d, 0, sizeof(d));
+    NCCLX_CHECK(ncclx_check_recipe(h, a));
+    NCCLX_CHECK(ncclx_check_tokens(h, a, &d));
+    ncclx_out_shape(h, h->group->plan.hidden, shape);
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_tokens, "ncclxEpDispatch: args->out_tokens",
+                                   a->recipe == NCCLX_EP_RECIPE_FP8 ? BIT(NCCLX_FP8_E4M3)
+                                                                    : BIT(a->tokens.dtype),
+                                   3, shape, ncclx_out_why(h)));
+    NCCLX_CHECK(ncclx_check_scales(h, a, &d));
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_counts, "ncclxEpDispatch: args->out_counts",
+                                   BIT(NCCLX_INT32), 1, count_shape,
+                                   "[local_experts] (expert-major) or [ranks] (rank-major)"));
+    if (!h->desc.expert_major) {
+        NCCLX_CHECK(ncclx_check_rank_major(h, a, &d));
+    }
+    if (d.row_bytes % 16 != 0 || d.out_row_bytes % 16 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: token rows of %zu bytes are "
+                           "not 16-byte multiples", d.row_bytes);
+    }
+    d.tokens = a->tokens.data;
+    d.out_tokens = a->out_tokens.data;
+    d.out_counts = a->out_counts.data;
+    d.recipe = (int)a->recipe;
+    d.round_scales = (int)a->round_scales;
+    *out = d;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                    ncclx_ep_ll_combine_desc_t *out)
+{
+    const ncclxEpGroupPlan_t *p = &h->group->plan;
+    ncclx_ep_ll_combine_desc_t d;
+    int64_t shape[3];
+    const int64_t out_shape[2] = {h->desc.num_tokens, p->hidden};
+    /* FP32 rows need the wider combine slots, which the plan sizes only with FP32 tokens. */
+    uint32_t allowed = BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) |
+                       (p->token_dtypes & BIT(NCCLX_FLOAT32));
+    if (a->send_only > 1) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpCombine: args->send_only must be 0 or 1");
+    }
+    ncclx_out_shape(h, p->hidden, shape);
+    NCCLX_CHECK(ncclx_tensor_check(&a->expert_out, "ncclxEpCombine: args->expert_out", allowed, 3,
+                                   shape, ncclx_out_why(h)));
+    NCCLX_CHECK(ncclx_tensor_check(&a->out, "ncclxEpCombine: args->out", BIT(a->expert_out.dtype),
+                                   2, out_shape, "[num_tokens of the handle, hidden]"));
+    memset(&d, 0, sizeof(d));
+    if (h->desc.expert_major) {
+        const int64_t w_shape[2] = {h->desc.num_tokens, h->desc.topk};
+        NCCLX_CHECK(ncclx_tensor_check(&a->topk_weights, "ncclxEpCombine: args->topk_weights",
+                                       BIT(NCCLX_FLOAT32), 2, w_shape, "[num_tokens, topk]"));
+        d.topk_weights = a->topk_weights.data;
+    }
+    d.expert_out = a->expert_out.data;
+    d.out = a->out.data;
+    d.dtype = (int)a->expert_out.dtype;
+    *out = d;
+    return ncclxSuccess;
+}
