@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define NCCLX_EP_MSG_HEADER 16
-#define NCCLX_EP_THREADS 512
+#define NCCLX_EP_THREADS    512
 
 /* Group state in private device memory (NCCLX_EP_DEV_STATE_BYTES): sequence numbers advance
  * once per completed operation, arrive counters find the last block of a grid. */
@@ -44,14 +44,14 @@ typedef struct {
 typedef struct {
     int rank, ranks, local_experts, num_experts;
     int max_tokens, max_topk, hidden;
-    int blocks;                       /* grid size of the data-moving kernels */
-    void *const *peers;               /* device: symmetric arena base of each rank */
+    int blocks;                                  /* grid size of the data-moving kernels */
+    void *const *peers;                          /* device: symmetric arena base of each rank */
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
     size_t msg_bytes, payload_scale_offset;
     size_t combine_slot_bytes;
     int combine_slots;
-    ncclx_ep_dev_state_t *state;      /* device */
-    unsigned int *status;             /* device view of the mapped status: error bits */
+    ncclx_ep_dev_state_t *state; /* device */
+    unsigned int *status;        /* device view of the mapped status: error bits */
     unsigned long long timeout_ns;
 } ncclx_ep_ll_group_desc_t;
 
@@ -68,12 +68,12 @@ typedef struct {
     const float *topk_weights; /* [num_tokens, K] or NULL */
     void *out_tokens, *out_scales, *out_topk_idx, *out_topk_weights;
     int32_t *out_counts;
-    size_t row_bytes;          /* input token row bytes (FP8: BF16 row = hidden * 2) */
-    size_t out_row_bytes;      /* output token row bytes */
-    size_t scale_bytes;        /* scale row bytes (FP8: hidden / 128 * 4) */
-    int recipe;                /* NCCLX_EP_RECIPE_* */
+    size_t row_bytes;     /* input token row bytes (FP8: BF16 row = hidden * 2) */
+    size_t out_row_bytes; /* output token row bytes */
+    size_t scale_bytes;   /* scale row bytes (FP8: hidden / 128 * 4) */
+    int recipe;           /* NCCLX_EP_RECIPE_* */
     int round_scales;
-    int out_idx_int64;         /* rank-major out_topk_idx is INT64 */
+    int out_idx_int64; /* rank-major out_topk_idx is INT64 */
 } ncclx_ep_ll_dispatch_desc_t;
 
 typedef struct {

@@ -10,8 +10,10 @@
  */
 #include "ep_ll_common.cuh"
 
-namespace ncclx {
-namespace {
+namespace ncclx
+{
+namespace
+{
 
 __device__ __forceinline__ size_t dtype_bytes(int dtype)
 {

@@ -13,7 +13,8 @@
 
 #include "ep_ll.h"
 
-namespace ncclx {
+namespace ncclx
+{
 
 constexpr int kWarpSize = 32;
 constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
@@ -49,9 +50,8 @@ __device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, in
     return static_cast<char *>(g.peers[peer]);
 }
 
-__device__ __forceinline__ unsigned long long *signal_at(char *base,
-                                                          const ncclx_ep_ll_group_desc_t &g,
-                                                          int parity, int source, int which)
+__device__ __forceinline__ unsigned long long *
+signal_at(char *base, const ncclx_ep_ll_group_desc_t &g, int parity, int source, int which)
 {
     return reinterpret_cast<unsigned long long *>(base + g.signals) +
            ((size_t)(parity * g.ranks + source) * 2 + which);
@@ -108,8 +108,8 @@ __device__ __forceinline__ bool last_block(unsigned *counter)
 }
 
 // A warp copies [begin, end) bytes (16-byte multiples) of src to each of n destinations.
-__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src,
-                                             size_t begin, size_t end, int lane)
+__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src, size_t begin,
+                                             size_t end, int lane)
 {
     for (size_t off = begin + (size_t)lane * 16; off < end; off += 4 * kWarpSize * 16) {
         uint4 v[4];

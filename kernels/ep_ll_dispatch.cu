@@ -12,8 +12,10 @@
 
 #include "ep_ll_common.cuh"
 
-namespace ncclx {
-namespace {
+namespace ncclx
+{
+namespace
+{
 
 __device__ __forceinline__ size_t payload_offset(const ncclx_ep_ll_group_desc_t &g)
 {
@@ -56,7 +58,8 @@ __device__ __forceinline__ void find_destinations(const ncclx_ep_ll_group_desc_t
         }
         if (!seen) {
             out.rank[out.n] = d;
-            out.msg[out.n] = message_at(peer_base(g, d), g, parity, g.rank, h.route[t * h.topk + k]);
+            out.msg[out.n] =
+                message_at(peer_base(g, d), g, parity, g.rank, h.route[t * h.topk + k]);
             out.n++;
         }
     }
@@ -64,8 +67,8 @@ __device__ __forceinline__ void find_destinations(const ncclx_ep_ll_group_desc_t
 
 // Header and top-k entries of token t into every destination's message.
 __device__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
-                              const ncclx_ep_ll_dispatch_desc_t &a, int t,
-                              const Destinations &dst, int lane)
+                              const ncclx_ep_ll_dispatch_desc_t &a, int t, const Destinations &dst,
+                              int lane)
 {
     for (int j = 0; j < dst.n; j++) {
         if (lane == 0) {
@@ -249,8 +252,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
 
 __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
                                        const ncclx_ep_ll_handle_desc_t &h,
-                                       const ncclx_ep_ll_dispatch_desc_t &a, const char *msg,
-                                       int m, int lane)
+                                       const ncclx_ep_ll_dispatch_desc_t &a, const char *msg, int m,
+                                       int lane)
 {
     const int2 *entries = reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER);
     if (lane < h.topk) {
@@ -263,7 +266,8 @@ __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
         } else {
             static_cast<int *>(a.out_topk_idx)[at] = (int)id;
         }
-        static_cast<float *>(a.out_topk_weights)[at] = mine ? __int_as_float(entries[lane].y) : 0.0f;
+        static_cast<float *>(a.out_topk_weights)[at] =
+            mine ? __int_as_float(entries[lane].y) : 0.0f;
     }
 }
 
@@ -353,11 +357,10 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
 {
     cudaFuncAttributes attr;
-    const void *kernels[] = {
-        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
-        reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
-        reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
-        reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
+    const void *kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
+                             reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
+                             reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
+                             reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
     for (const void *k : kernels) {
         cudaError_t err = cudaFuncGetAttributes(&attr, k);
         if (err != cudaSuccess) {

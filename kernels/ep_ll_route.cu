@@ -9,8 +9,10 @@
 
 #include "ep_ll_common.cuh"
 
-namespace ncclx {
-namespace {
+namespace ncclx
+{
+namespace
+{
 
 constexpr int kRouteThreads = 1024; // >= NCCLX_EP_MAX_LL_TOKENS_PER_RANK
 

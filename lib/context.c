@@ -79,9 +79,8 @@ ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_o
 {
     int sms = 0;
     ncclxResult_t res = ncclxSuccess;
-    NCCLX_CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
-                                                 ctx->cuda_device),
-                          res, out);
+    NCCLX_CUDA_CHECK_GOTO(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->cuda_device), res, out);
     ctx->blocks = sms / ranks_on_gpu > 0 ? sms / ranks_on_gpu : 1;
 out:
     return res;

@@ -20,9 +20,9 @@
 typedef struct {
     void *base[NCCLX_MEM_NUM_CLASSES]; /* host view; NULL when the class is empty */
     size_t bytes[NCCLX_MEM_NUM_CLASSES];
-    void *mapped_device; /* device view of the mapped-host arena */
-    ncclWindow_t window; /* the symmetric arena's window */
-    int host_owned;      /* the host block was allocated by us */
+    void *mapped_device;  /* device view of the mapped-host arena */
+    ncclWindow_t window;  /* the symmetric arena's window */
+    int host_owned;       /* the host block was allocated by us */
     int symmetric_shared; /* base[SYMMETRIC] is a loopback team's slice */
 } ncclx_arenas_t;
 

@@ -44,16 +44,15 @@ struct ncclxEpGroup {
     uint32_t index;
     ncclx_pool_t handles;
     struct ncclxContext *ctx;
-    ncclx_ep_ll_group_desc_t desc;   /* what the kernels see */
-    char *handle_memory;             /* device: num_handles * handle_layout.bytes */
-    volatile uint32_t *status;       /* host view of the mapped status (error bits) */
+    ncclx_ep_ll_group_desc_t desc; /* what the kernels see */
+    char *handle_memory;           /* device: num_handles * handle_layout.bytes */
+    volatile uint32_t *status;     /* host view of the mapped status (error bits) */
     ncclx_ep_handle_t *send_in_flight;
 };
 typedef struct ncclxEpGroup ncclx_ep_group_t;
 
 /** Fills group->desc and friends once the context's arenas exist (context setup). */
-void ncclx_ep_group_bind(ncclx_ep_group_t *group, struct ncclxContext *ctx, int rank,
-                         int blocks);
+void ncclx_ep_group_bind(ncclx_ep_group_t *group, struct ncclxContext *ctx, int rank, int blocks);
 
 /** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */
 ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,

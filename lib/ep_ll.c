@@ -16,13 +16,13 @@
 
 #define NCCLX_EP_HANDLE_CONFIG_SIZE_V1 32u
 #define NCCLX_EP_DISPATCH_ARGS_SIZE_V1 sizeof(ncclxEpDispatchArgs_t)
-#define NCCLX_EP_COMBINE_ARGS_SIZE_V1 sizeof(ncclxEpCombineArgs_t)
+#define NCCLX_EP_COMBINE_ARGS_SIZE_V1  sizeof(ncclxEpCombineArgs_t)
 _Static_assert(sizeof(ncclxEpHandleConfig_t) == NCCLX_EP_HANDLE_CONFIG_SIZE_V1,
                "ncclxEpHandleConfig_t v1 layout changed");
 
-#define BIT(t) NCCLX_DTYPE_BIT(t)
+#define BIT(t)         NCCLX_DTYPE_BIT(t)
 #define COMBINE_DTYPES (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
-#define IDX_DTYPES (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))
+#define IDX_DTYPES     (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))
 
 void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks)
 {
@@ -66,11 +66,14 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
                            ctx->norm.num_groups);
     }
     if (ctx->groups[index]->plan.algorithm != NCCLX_EP_ALGO_LL) {
-        return NCCLX_ERROR(ncclxUnsupported, "ncclxEpGroupGet: EP group %u is HT, which this "
-                           "release does not run yet", index);
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "ncclxEpGroupGet: EP group %u is HT, which this "
+                           "release does not run yet",
+                           index);
     }
     if (ctx->norm.team.lsa_size != ctx->norm.team.num_ranks) {
-        return NCCLX_ERROR(ncclxUnsupported, "ncclxEpGroupGet: LL across nodes (%u ranks, %u "
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "ncclxEpGroupGet: LL across nodes (%u ranks, %u "
                            "reachable by load/store) needs GIN, not supported yet",
                            ctx->norm.team.num_ranks, ctx->norm.team.lsa_size);
     }
@@ -84,12 +87,16 @@ static ncclxResult_t ncclx_check_handle_config(const ncclx_ep_group_t *g,
                                                const ncclxEpHandleConfig_t *c)
 {
     if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != NCCLX_EP_LAYOUT_RANK_MAJOR) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x: an LL handle is "
-                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR", c->layout);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "config->layout=0x%x: an LL handle is "
+                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
+                           c->layout);
     }
     if (!(g->plan.layouts & c->layout)) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x is not in the group's plan "
-                           "layouts 0x%x", c->layout, g->plan.layouts);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "config->layout=0x%x is not in the group's plan "
+                           "layouts 0x%x",
+                           c->layout, g->plan.layouts);
     }
     if (c->topk < 1 || c->topk > g->plan.max_topk) {
         return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
@@ -112,9 +119,10 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     snprintf(what, sizeof(what), "%s: topk_idx", call);
     NCCLX_CHECK(ncclx_tensor_check(topk_idx, what, IDX_DTYPES, 2, shape, "[num_tokens, topk]"));
     if (topk_idx->shape[0] > (int64_t)g->dims.tokens) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s.shape[0]=%lld tokens exceeds the group's "
-                           "max_dispatch_tokens_per_rank=%u", what,
-                           (long long)topk_idx->shape[0], g->dims.tokens);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%s.shape[0]=%lld tokens exceeds the group's "
+                           "max_dispatch_tokens_per_rank=%u",
+                           what, (long long)topk_idx->shape[0], g->dims.tokens);
     }
     h->desc.num_tokens = (int)topk_idx->shape[0];
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data,
@@ -139,9 +147,8 @@ static void ncclx_handle_desc(ncclx_ep_handle_t *h)
     d->recv_count = (int32_t *)(base + l->recv_count);
     d->expert_count = (int32_t *)(base + l->expert_count);
     d->recv_tok = (int32_t *)(base + l->recv_tok);
-    d->recv_pos = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR
-                      ? (int32_t *)(base + l->recv_pos)
-                      : NULL;
+    d->recv_pos =
+        h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + l->recv_pos) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     d->global_ids = (int)h->config.global_expert_ids;
@@ -157,7 +164,9 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
     ncclxResult_t res;
     if (g == NULL || handle == NULL || topk_idx == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleCreate: %s is NULL",
-                           g == NULL ? "group" : handle == NULL ? "handle" : "topk_idx");
+                           g == NULL        ? "group"
+                           : handle == NULL ? "handle"
+                                            : "topk_idx");
     }
     NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
@@ -191,11 +200,13 @@ static ncclxResult_t ncclx_check_live(const ncclx_ep_handle_t *h, const char *ca
 static ncclxResult_t ncclx_check_no_send_in_flight(const ncclx_ep_handle_t *h, const char *call)
 {
     if (h->group->send_in_flight != NULL) {
-        return NCCLX_ERROR(ncclxInvalidUsage, "%s: a send_only %s of handle %u is in flight in "
-                           "this group: call ncclxEpComplete on it first", call,
-                           h->group->send_in_flight->pending == NCCLX_EP_PENDING_DISPATCH
-                               ? "dispatch" : "combine",
-                           h->group->send_in_flight->index);
+        return NCCLX_ERROR(
+            ncclxInvalidUsage,
+            "%s: a send_only %s of handle %u is in flight in "
+            "this group: call ncclxEpComplete on it first",
+            call,
+            h->group->send_in_flight->pending == NCCLX_EP_PENDING_DISPATCH ? "dispatch" : "combine",
+            h->group->send_in_flight->index);
     }
     return ncclxSuccess;
 }
@@ -215,8 +226,10 @@ ncclxResult_t ncclxEpHandleDestroy(ncclxEpHandle_t h)
 {
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleDestroy"));
     if (h->pending != NCCLX_EP_PENDING_NONE) {
-        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpHandleDestroy: handle %u has a send_only "
-                           "operation in flight: call ncclxEpComplete first", h->index);
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleDestroy: handle %u has a send_only "
+                           "operation in flight: call ncclxEpComplete first",
+                           h->index);
     }
     h->live = 0;
     return ncclx_pool_release(&h->group->handles, h);
@@ -239,15 +252,13 @@ static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t st
     ncclx_ep_group_t *g = h->group;
     ncclxResult_t res = ncclxSuccess;
     if (h->pending == NCCLX_EP_PENDING_DISPATCH) {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_recv(&g->desc, &h->desc,
-                                                               &h->pending_dispatch,
-                                                               (cudaStream_t)stream),
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_recv(
+                                  &g->desc, &h->desc, &h->pending_dispatch, (cudaStream_t)stream),
                               res, out);
         h->dispatched = 1;
     } else {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_recv(&g->desc, &h->desc,
-                                                              &h->pending_combine,
-                                                              (cudaStream_t)stream),
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_recv(
+                                  &g->desc, &h->desc, &h->pending_combine, (cudaStream_t)stream),
                               res, out);
     }
 out:
@@ -287,15 +298,16 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpCombine"));
     if (!h->dispatched) {
-        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpCombine: handle %u has no completed "
-                           "dispatch since its last routing", h->index);
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpCombine: handle %u has no completed "
+                           "dispatch since its last routing",
+                           h->index);
     }
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_COMBINE_ARGS,
                                     NCCLX_EP_COMBINE_ARGS_SIZE_V1, "args"));
     NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(&h->group->desc, &h->desc,
-                                                          &h->pending_combine,
-                                                          (cudaStream_t)stream),
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(
+                              &h->group->desc, &h->desc, &h->pending_combine, (cudaStream_t)stream),
                           res, out);
     h->pending = NCCLX_EP_PENDING_COMBINE;
     h->group->send_in_flight = h;
@@ -310,8 +322,10 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
 {
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpComplete"));
     if (h->pending == NCCLX_EP_PENDING_NONE) {
-        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpComplete: handle %u has no send_only "
-                           "dispatch or combine in flight", h->index);
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpComplete: handle %u has no send_only "
+                           "dispatch or combine in flight",
+                           h->index);
     }
     return ncclx_launch_pending(h, stream);
 }

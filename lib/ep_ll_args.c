@@ -11,9 +11,9 @@
 #include "ep_tensor.h"
 #include "error.h"
 
-#define BIT(t) NCCLX_DTYPE_BIT(t)
+#define BIT(t)       NCCLX_DTYPE_BIT(t)
 #define FLOAT_TOKENS (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
-#define ALL_DTYPES ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
+#define ALL_DTYPES   ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
 
 /* Output shapes: [L, R*T, inner] expert-major, [R, T, inner] rank-major. */
 static void ncclx_out_shape(const ncclx_ep_handle_t *h, int64_t inner, int64_t shape[3])
@@ -40,12 +40,16 @@ static ncclxResult_t ncclx_check_recipe(const ncclx_ep_handle_t *h, const ncclxE
     const ncclxEpGroupPlan_t *p = &h->group->plan;
     if (a->recipe != NCCLX_EP_RECIPE_NONE && a->recipe != NCCLX_EP_RECIPE_QUANT_FWD &&
         a->recipe != NCCLX_EP_RECIPE_FP8) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->recipe=0x%x: LL takes "
-                           "NCCLX_EP_RECIPE_NONE, _QUANT_FWD or _FP8", a->recipe);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->recipe=0x%x: LL takes "
+                           "NCCLX_EP_RECIPE_NONE, _QUANT_FWD or _FP8",
+                           a->recipe);
     }
     if (!(p->recipes & a->recipe)) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->recipe=0x%x is not in "
-                           "the group's plan recipes 0x%x", a->recipe, p->recipes);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->recipe=0x%x is not in "
+                           "the group's plan recipes 0x%x",
+                           a->recipe, p->recipes);
     }
     if (a->round_scales > 1 || a->send_only > 1) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->%s must be 0 or 1",
@@ -71,9 +75,10 @@ static ncclxResult_t ncclx_check_tokens(const ncclx_ep_handle_t *h, const ncclxE
     d->row_bytes = ncclx_tensor_row_bytes(&a->tokens);
     d->out_row_bytes = a->recipe == NCCLX_EP_RECIPE_FP8 ? p->hidden : d->row_bytes;
     if (a->recipe == NCCLX_EP_RECIPE_QUANT_FWD && d->row_bytes > p->max_token_bytes) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->tokens rows are %zu "
-                           "bytes, more than the plan's max_token_bytes=%u", d->row_bytes,
-                           p->max_token_bytes);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->tokens rows are %zu "
+                           "bytes, more than the plan's max_token_bytes=%u",
+                           d->row_bytes, p->max_token_bytes);
     }
     return ncclxSuccess;
 }
@@ -101,9 +106,10 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
                                    in_shape, "[num_tokens, scales per token]"));
     d->scale_bytes = ncclx_tensor_row_bytes(&a->scales);
     if (d->scale_bytes > p->max_scale_bytes) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: args->scales rows are %zu "
-                           "bytes, more than the plan's max_scale_bytes=%u", d->scale_bytes,
-                           p->max_scale_bytes);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->scales rows are %zu "
+                           "bytes, more than the plan's max_scale_bytes=%u",
+                           d->scale_bytes, p->max_scale_bytes);
     }
     ncclx_out_shape(h, a->scales.shape[1], out_shape);
     NCCLX_CHECK(ncclx_tensor_check(&a->out_scales, "ncclxEpDispatch: args->out_scales",
@@ -159,8 +165,10 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
         NCCLX_CHECK(ncclx_check_rank_major(h, a, &d));
     }
     if (d.row_bytes % 16 != 0 || d.out_row_bytes % 16 != 0) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpDispatch: token rows of %zu bytes are "
-                           "not 16-byte multiples", d.row_bytes);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: token rows of %zu bytes are "
+                           "not 16-byte multiples",
+                           d.row_bytes);
     }
     d.tokens = a->tokens.data;
     d.out_tokens = a->out_tokens.data;
@@ -179,8 +187,8 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     int64_t shape[3];
     const int64_t out_shape[2] = {h->desc.num_tokens, p->hidden};
     /* FP32 rows need the wider combine slots, which the plan sizes only with FP32 tokens. */
-    uint32_t allowed = BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) |
-                       (p->token_dtypes & BIT(NCCLX_FLOAT32));
+    uint32_t allowed =
+        BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | (p->token_dtypes & BIT(NCCLX_FLOAT32));
     if (a->send_only > 1) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpCombine: args->send_only must be 0 or 1");
     }

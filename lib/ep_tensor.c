@@ -30,8 +30,8 @@ ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint3
                            what, (int)t->dtype, dtype_mask);
     }
     if (t->ndim != ndim) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s.ndim=%u, expected %u: %s", what, t->ndim,
-                           ndim, why);
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s.ndim=%u, expected %u: %s", what, t->ndim, ndim,
+                           why);
     }
     for (uint32_t i = 0; i < ndim; i++) {
         if (t->shape[i] < 0 || (shape[i] != NCCLX_ANY_DIM && t->shape[i] != shape[i])) {
@@ -45,8 +45,7 @@ ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint3
         elements *= (uint64_t)t->shape[i];
     }
     if (t->data == NULL && elements > 0) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s.data is NULL: the tensor is required",
-                           what);
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s.data is NULL: the tensor is required", what);
     }
     if (((uintptr_t)t->data % 16) != 0) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s.data=%p is not 16-byte aligned", what,

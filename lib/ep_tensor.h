@@ -17,10 +17,10 @@
 uint32_t ncclx_tensor_elem_bits(ncclxDataType_t dtype);
 
 /**
- * t must be present (non-NULL data unless it has no element), of `dtype_mask` (NCCLX_DTYPE_BIT set), with ndim
- * dimensions equal to shape (NCCLX_ANY_DIM matches any size >= 0).  what: "ncclxEpDispatch:
- * args->out_tokens".  why: explains the expected shape, e.g. "[local_experts, ranks *
- * max_tokens, hidden]".
+ * t must be present (non-NULL data unless it has no element), of `dtype_mask` (NCCLX_DTYPE_BIT
+ * set), with ndim dimensions equal to shape (NCCLX_ANY_DIM matches any size >= 0).  what:
+ * "ncclxEpDispatch: args->out_tokens".  why: explains the expected shape, e.g. "[local_experts,
+ * ranks * max_tokens, hidden]".
  */
 ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint32_t dtype_mask,
                                  uint32_t ndim, const int64_t *shape, const char *why);

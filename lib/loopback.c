@@ -63,8 +63,7 @@ static ncclxResult_t ncclx_loopback_rank(struct ncclxContext *ctx, const ncclxPl
     for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
         bytes[c] = layout.arena[c].used;
     }
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res,
-                          err);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, err);
     NCCLX_CHECK_GOTO(ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan, NULL), res,
                      err_destroy_stream);
     ctx->arenas.base[NCCLX_MEM_SYMMETRIC] =
@@ -109,8 +108,10 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
                            plan == NULL ? "plan" : "contexts");
     }
     if (num_ranks < 1 || num_ranks > 1024) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: num_ranks=%u is outside "
-                           "[1, 1024]", num_ranks);
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxLoopbackInit: num_ranks=%u is outside "
+                           "[1, 1024]",
+                           num_ranks);
     }
     NCCLX_CHECK(ncclxEnvValidate());
     team.num_ranks = team.lsa_size = num_ranks;
@@ -124,10 +125,10 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
         ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
         NCCLX_CHECK_GOTO(ncclxPlanComputeSizes(plan, &team, &sizes), res, out);
         /* Slices start on 4 KiB so every rank's regions keep their alignment. */
-        NCCLX_CHECK_GOTO(ncclx_loopback_alloc(ncclx_align_up(sizes.total[NCCLX_MEM_SYMMETRIC],
-                                                             4096),
-                                              num_ranks, &shared),
-                         res, out);
+        NCCLX_CHECK_GOTO(
+            ncclx_loopback_alloc(ncclx_align_up(sizes.total[NCCLX_MEM_SYMMETRIC], 4096), num_ranks,
+                                 &shared),
+            res, out);
         shared->refs = 1; /* ours, dropped below */
     }
     for (done = 0; done < num_ranks; done++) {

@@ -49,36 +49,42 @@ typedef struct ncclxEpHandle *ncclxEpHandle_t;
 
 #define NCCLX_MAGIC_EP_HANDLE_CONFIG 0x6e786863u /* 'nxhc' */
 #define NCCLX_MAGIC_EP_DISPATCH_ARGS 0x6e786461u /* 'nxda' */
-#define NCCLX_MAGIC_EP_COMBINE_ARGS 0x6e786361u  /* 'nxca' */
+#define NCCLX_MAGIC_EP_COMBINE_ARGS  0x6e786361u /* 'nxca' */
 
 #define NCCLX_TENSOR_MAX_DIMS 4
 
 /** A contiguous row-major device tensor. */
 typedef struct {
-    void *data;                             /**< device pointer (NULL: absent) */
-    ncclxDataType_t dtype;                  /**< element type */
-    uint32_t ndim;                          /**< dimensions used in shape */
-    int64_t shape[NCCLX_TENSOR_MAX_DIMS];   /**< sizes, outermost first */
+    void *data;                           /**< device pointer (NULL: absent) */
+    ncclxDataType_t dtype;                /**< element type */
+    uint32_t ndim;                        /**< dimensions used in shape */
+    int64_t shape[NCCLX_TENSOR_MAX_DIMS]; /**< sizes, outermost first */
 } ncclxTensor_t;
 
 /** An absent tensor. */
-#define NCCLX_TENSOR_INIT { NULL, NCCLX_BFLOAT16, 0, { 0, 0, 0, 0 } }
+#define NCCLX_TENSOR_INIT        \
+    {                            \
+        NULL, NCCLX_BFLOAT16, 0, \
+        {                        \
+            0, 0, 0, 0           \
+        }                        \
+    }
 
 /** The EP group declared at plan index `index` of ctx. */
 ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group);
 
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    uint32_t layout;               /**< one NCCLX_EP_LAYOUT_* the group's plan allows */
-    uint32_t topk;                 /**< K, 1 .. the group's max_topk */
-    uint32_t global_expert_ids;    /**< RANK_MAJOR out_topk_idx: 1 global ids, 0 local (e - r*L) */
+    uint32_t layout;            /**< one NCCLX_EP_LAYOUT_* the group's plan allows */
+    uint32_t topk;              /**< K, 1 .. the group's max_topk */
+    uint32_t global_expert_ids; /**< RANK_MAJOR out_topk_idx: 1 global ids, 0 local (e - r*L) */
     uint32_t reserved0;
 } ncclxEpHandleConfig_t;
 
-#define NCCLX_EP_HANDLE_CONFIG_INIT                                                            \
-    {                                                                                          \
-        NCCLX_STRUCT_HEADER_INIT(ncclxEpHandleConfig_t, NCCLX_MAGIC_EP_HANDLE_CONFIG),         \
-            NCCLX_EP_LAYOUT_EXPERT_MAJOR, 1, 0, 0                                              \
+#define NCCLX_EP_HANDLE_CONFIG_INIT                                                    \
+    {                                                                                  \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpHandleConfig_t, NCCLX_MAGIC_EP_HANDLE_CONFIG), \
+            NCCLX_EP_LAYOUT_EXPERT_MAJOR, 1, 0, 0                                      \
     }
 
 /**
@@ -104,9 +110,9 @@ typedef struct {
     uint32_t round_scales; /**< FP8: round each scale up to a power of two */
     uint32_t send_only;    /**< 1: only send; ncclxEpComplete receives */
     uint32_t reserved0;
-    ncclxTensor_t tokens;  /**< [num_tokens, hidden]: BF16/FP16/FP32 (NONE), BF16 (FP8), any
-                                dtype with 16-byte rows (QUANT_FWD) */
-    ncclxTensor_t scales;  /**< QUANT_FWD only: [num_tokens, S] of any dtype */
+    ncclxTensor_t tokens;       /**< [num_tokens, hidden]: BF16/FP16/FP32 (NONE), BF16 (FP8), any
+                                     dtype with 16-byte rows (QUANT_FWD) */
+    ncclxTensor_t scales;       /**< QUANT_FWD only: [num_tokens, S] of any dtype */
     ncclxTensor_t topk_weights; /**< [num_tokens, K] FLOAT32; RANK_MAJOR only (forwarded) */
     ncclxTensor_t out_tokens;   /**< EXPERT_MAJOR [L, R*T, hidden], RANK_MAJOR [R, T, hidden];
                                      dtype of tokens (FP8_E4M3 for the FP8 recipe) */
@@ -118,12 +124,12 @@ typedef struct {
     ncclxTensor_t out_topk_weights; /**< RANK_MAJOR: [R, T, K] FLOAT32 */
 } ncclxEpDispatchArgs_t;
 
-#define NCCLX_EP_DISPATCH_ARGS_INIT                                                            \
-    {                                                                                          \
-        NCCLX_STRUCT_HEADER_INIT(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS),         \
-            NCCLX_EP_RECIPE_NONE, 0, 0, 0, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,               \
-            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,        \
-            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                                               \
+#define NCCLX_EP_DISPATCH_ARGS_INIT                                                     \
+    {                                                                                   \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS),  \
+            NCCLX_EP_RECIPE_NONE, 0, 0, 0, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,        \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                                        \
     }
 
 /** Dispatches the handle's tokens; with send_only, ncclxEpComplete finishes it. */
@@ -132,17 +138,17 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t handle, const ncclxEpDispatchArgs_
 
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    uint32_t send_only;          /**< 1: only send; ncclxEpComplete receives and reduces */
+    uint32_t send_only; /**< 1: only send; ncclxEpComplete receives and reduces */
     uint32_t reserved0;
-    ncclxTensor_t expert_out;    /**< same shape as the dispatch's out_tokens; BF16/FP16/FP32 */
-    ncclxTensor_t topk_weights;  /**< EXPERT_MAJOR: [num_tokens, K] FLOAT32 */
-    ncclxTensor_t out;           /**< [num_tokens, hidden], expert_out's dtype */
+    ncclxTensor_t expert_out;   /**< same shape as the dispatch's out_tokens; BF16/FP16/FP32 */
+    ncclxTensor_t topk_weights; /**< EXPERT_MAJOR: [num_tokens, K] FLOAT32 */
+    ncclxTensor_t out;          /**< [num_tokens, hidden], expert_out's dtype */
 } ncclxEpCombineArgs_t;
 
-#define NCCLX_EP_COMBINE_ARGS_INIT                                                             \
-    {                                                                                          \
-        NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0,     \
-            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                            \
+#define NCCLX_EP_COMBINE_ARGS_INIT                                                         \
+    {                                                                                      \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0, \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                        \
     }
 
 /** Combines the experts' outputs of the handle's last dispatch back into out. */
@@ -172,8 +178,8 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
  */
 ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
 
-#define NCCLX_EP_ERROR_TIMEOUT 0x1u      /**< a GPU wait ran past the group's timeout */
-#define NCCLX_EP_ERROR_BAD_EXPERT 0x2u   /**< a topk_idx value outside [-1, num_experts) */
+#define NCCLX_EP_ERROR_TIMEOUT    0x1u /**< a GPU wait ran past the group's timeout */
+#define NCCLX_EP_ERROR_BAD_EXPERT 0x2u /**< a topk_idx value outside [-1, num_experts) */
 
 #ifdef __cplusplus
 }
