@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * ncclx-bench internals: the options, the ranks this process drives (every rank of a loopback
+ * team, or its own rank of a communicator), inputs derived from the seed alone (so any process
+ * can compute what any rank sends, receives and returns), the checker and the timed loops.
+ */
+#ifndef NCCLX_TOOLS_BENCH_H_
+#define NCCLX_TOOLS_BENCH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include <ncclx.h>
+
+typedef struct {
+    int comm;          /* 1: one rank of a communicator from ncclxInit; 0: loopback team */
+    uint32_t loopback; /* ranks of the loopback team */
+    uint32_t layout;   /* NCCLX_EP_LAYOUT_EXPERT_MAJOR or _RANK_MAJOR */
+    uint32_t tokens;   /* tokens per rank; with sweep, the largest */
+    uint32_t hidden, topk, experts;
+    ncclxDataType_t dtype; /* tokens and expert outputs: BF16, FP16 or FP32 */
+    uint32_t recipe;       /* NCCLX_EP_RECIPE_NONE or _FP8 */
+    uint32_t iters, warmup;
+    uint32_t timeout_s; /* GPU wait timeout of the group */
+    uint32_t device;    /* CUDA device of a loopback team */
+    int graph, check, sweep;
+    int no_gate; /* enqueue timed work without holding it behind the gate */
+    uint64_t seed;
+} bench_options_t;
+
+/* ---- inputs (bench_data.c) ---- */
+
+/* Every rank's routing, generated from the seed; token values come from bench_token_value. */
+typedef struct {
+    uint32_t ranks, tokens, topk, experts, hidden;
+    uint64_t seed;
+    int64_t *topk_idx; /* [ranks][tokens][topk]: distinct experts, uniform */
+    float *weights;    /* [ranks][tokens][topk] in [0.05, 1) */
+} bench_inputs_t;
+
+int bench_inputs_make(const bench_options_t *o, uint32_t ranks, bench_inputs_t *in);
+void bench_inputs_free(bench_inputs_t *in);
+
+/* Element col of token `token` of rank `rank`: a multiple of 1/64 in [-2, 2), exact in every
+ * token dtype. */
+float bench_token_value(const bench_inputs_t *in, uint32_t rank, uint32_t token, uint32_t col);
+
+/* Top-k entries (expert id >= 0) of rank's first n tokens. */
+uint64_t bench_valid_entries(const bench_inputs_t *in, uint32_t rank, uint32_t n);
+
+size_t bench_dtype_size(ncclxDataType_t dtype);
+const char *bench_dtype_name(ncclxDataType_t dtype);
+/* Stores v rounded to nearest even in dtype (BF16, FP16, FP32) at element i of p. */
+void bench_store(void *p, size_t i, ncclxDataType_t dtype, double v);
+double bench_load(const void *p, size_t i, ncclxDataType_t dtype);
+/* v rounded to dtype and back. */
+double bench_round(double v, ncclxDataType_t dtype);
+float bench_e4m3_to_float(uint8_t v);
+
+/*
+ * The rows one rank receives with n tokens per rank: out_tokens is [slabs, slab_rows, hidden];
+ * slab a holds count[a] rows, row j coming from src[a * slab_rows + j] = source rank * tokens +
+ * token.  Expert-major: one slab per local expert, rows in (source rank, token) order;
+ * rank-major: one slab per source rank, rows in token order.
+ */
+typedef struct {
+    uint32_t slabs, slab_rows;
+    int32_t *count;
+    uint32_t *src;
+} bench_map_t;
+
+int bench_map_build(const bench_inputs_t *in, uint32_t layout, uint32_t rank, uint32_t n,
+                    bench_map_t *map);
+void bench_map_free(bench_map_t *map);
+
+/* Column col of the expert output row that rank `rank` returns for token (src, token): the
+ * token itself (expert-major, identity experts) or the token weighted by its top-k weights of
+ * the experts on `rank` (rank-major), rounded to dtype. */
+double bench_expert_value(const bench_inputs_t *in, uint32_t layout, ncclxDataType_t dtype,
+                          uint32_t rank, uint32_t src, uint32_t token, uint32_t col);
+
+/* What combine must return for element col of token `token` of rank src; *mag gets the sum
+ * of the magnitudes of its terms (for the tolerance). */
+double bench_combine_value(const bench_inputs_t *in, uint32_t layout, ncclxDataType_t dtype,
+                           uint32_t src, uint32_t token, uint32_t col, double *mag);
+
+/* ---- the team (bench_team.c) ---- */
+
+typedef enum { BENCH_DISPATCH = 0, BENCH_COMBINE = 1, BENCH_NUM_OPS = 2 } bench_op_t;
+
+typedef struct {
+    uint32_t rank; /* global */
+    ncclxContext_t ctx;
+    ncclxEpGroup_t group;
+    ncclxEpHandle_t handle;
+    cudaStream_t stream;
+    void *topk_idx, *topk_weights, *tokens; /* inputs for the largest token count */
+    void *out_tokens, *out_scales, *out_counts, *out_topk_idx, *out_topk_weights;
+    void *expert_out, *out;
+    cudaGraphExec_t graphs[BENCH_NUM_OPS]; /* NULL: eager */
+} bench_rank_t;
+
+typedef struct {
+    bench_options_t o;
+    uint32_t ranks;         /* R of the job */
+    uint32_t nlocal;        /* ranks driven here: R for a loopback team, else 1 */
+    uint32_t local_experts; /* L */
+    uint32_t max_tokens;    /* T of the plan */
+    uint32_t tokens;        /* n of the current configuration */
+    int cuda_device;
+    uint32_t slabs, slab_rows; /* out_tokens [slabs, slab_rows, hidden] */
+    size_t out_row_bytes;      /* bytes of an out_tokens row */
+    bench_rank_t *r;           /* [nlocal] */
+    cudaStream_t timer;        /* common start of every timed operation */
+    void *copy_src, *copy_dst; /* roofline copies */
+    size_t copy_bytes;
+} bench_team_t;
+
+/* Prints the failing call and the library's or CUDA's message; returns -1. */
+int bench_fail_ncclx(ncclxResult_t res, const char *what, int rank);
+int bench_fail_cuda(cudaError_t err, const char *what, int rank);
+
+#define BENCH_NCCLX(call, what, rank)                                 \
+    do {                                                              \
+        ncclxResult_t bench_res_ = (call);                            \
+        if (bench_res_ != ncclxSuccess) {                             \
+            return bench_fail_ncclx(bench_res_, (what), (int)(rank)); \
+        }                                                             \
+    } while (0)
+
+#define BENCH_CUDA(call, what, rank)                                 \
+    do {                                                             \
+        cudaError_t bench_err_ = (call);                             \
+        if (bench_err_ != cudaSuccess) {                             \
+            return bench_fail_cuda(bench_err_, (what), (int)(rank)); \
+        }                                                            \
+    } while (0)
+
+/* Contexts, streams, handles and buffers for o (0 on success; on failure what was made is
+ * released). */
+int bench_team_create(const bench_options_t *o, bench_team_t *t);
+int bench_team_destroy(bench_team_t *t);
+
+/* Uploads every local rank's tokens, top-k ids and weights (max_tokens rows). */
+int bench_team_upload(bench_team_t *t, const bench_inputs_t *in);
+
+/* Routes every handle for n tokens per rank (their first n rows); drops captured graphs. */
+int bench_team_route(bench_team_t *t, uint32_t n);
+
+/* Enqueues op on local rank i: the library call, or its captured graph. */
+int bench_team_enqueue(bench_team_t *t, uint32_t i, bench_op_t op);
+
+/* Captures each rank's dispatch and combine into graphs (after bench_team_route). */
+int bench_team_capture(bench_team_t *t);
+
+/* 0 when every group's asynchronous error word is clear. */
+int bench_team_async_errors(bench_team_t *t);
+
+/* ---- checks (bench_check.c) ---- */
+
+/* Writes every local rank's expert_out (the rows combine will read) for n tokens. */
+int bench_fill_expert_out(bench_team_t *t, const bench_inputs_t *in);
+
+/* Runs one dispatch + combine on outputs filled with a sentinel and counts the wrong elements
+ * of every local rank (each rank's first is described on stderr). */
+int bench_check(bench_team_t *t, const bench_inputs_t *in, uint64_t *wrong);
+
+/* ---- timing (bench_time.c) ---- */
+
+typedef struct {
+    double median_us, min_us, max_us;
+} bench_stats_t;
+
+/* Warm-up then timed iterations of dispatch then combine, each from a common start to the
+ * last rank's end. */
+int bench_time_ops(bench_team_t *t, bench_stats_t stats[BENCH_NUM_OPS]);
+
+/* Median time of a device-to-device copy of bytes on this GPU. */
+int bench_time_copy(bench_team_t *t, size_t bytes, double *median_us);
+
+#endif /* NCCLX_TOOLS_BENCH_H_ */

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * ncclx-bench team: the contexts (a loopback team on one GPU, or this process's rank of a
+ * communicator), one stream, handle and set of buffers per rank driven here, and the calls
+ * (eager, or replayed from a CUDA graph captured per rank and operation).  Every buffer is
+ * allocated here, before anything is timed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+int bench_fail_ncclx(ncclxResult_t res, const char *what, int rank)
+{
+    if (rank >= 0) {
+        fprintf(stderr, "ncclx-bench: rank %d: %s failed: %s: %s\n", rank, what,
+                ncclxGetErrorString(res), ncclxGetLastError());
+    } else {
+        fprintf(stderr, "ncclx-bench: %s failed: %s: %s\n", what, ncclxGetErrorString(res),
+                ncclxGetLastError());
+    }
+    return -1;
+}
+
+int bench_fail_cuda(cudaError_t err, const char *what, int rank)
+{
+    if (rank >= 0) {
+        fprintf(stderr, "ncclx-bench: rank %d: %s failed: %s\n", rank, what,
+                cudaGetErrorString(err));
+    } else {
+        fprintf(stderr, "ncclx-bench: %s failed: %s\n", what, cudaGetErrorString(err));
+    }
+    return -1;
+}
+
+static ncclxTensor_t bench_tensor(void *data, ncclxDataType_t dtype, uint32_t ndim, int64_t d0,
+                                  int64_t d1, int64_t d2)
+{
+    ncclxTensor_t t = NCCLX_TENSOR_INIT;
+    t.data = data;
+    t.dtype = dtype;
+    t.ndim = ndim;
+    t.shape[0] = d0;
+    t.shape[1] = d1;
+    t.shape[2] = d2;
+    return t;
+}
+
+static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
+{
+    *g = (ncclxEpGroupPlan_t)NCCLX_EP_GROUP_PLAN_INIT;
+    g->algorithm = NCCLX_EP_ALGO_LL;
+    g->num_experts = o->experts;
+    g->max_topk = o->topk;
+    g->hidden = o->hidden;
+    g->token_dtypes = NCCLX_DTYPE_BIT(o->dtype);
+    g->layouts = o->layout;
+    g->recipes = o->recipe;
+    g->max_dispatch_tokens_per_rank = o->tokens;
+    g->num_handles = 1;
+    /* Ranks of a communicator may start an operation seconds apart (host-side checks, a
+     * busy node); a loopback team starts together, and a lost signal should fail fast. */
+    g->timeout_ns = (uint64_t)(o->timeout_s != 0 ? o->timeout_s
+                               : o->comm         ? 60
+                                                 : 10) *
+                    1000000000ull;
+}
+
+/* The contexts: every rank of a loopback team, or this process's rank. */
+static int bench_team_contexts(bench_team_t *t, const ncclxPlan_t *plan)
+{
+    uint32_t n = t->o.comm ? 1 : t->o.loopback;
+    t->r = calloc(n, sizeof(*t->r));
+    if (t->r == NULL) {
+        fprintf(stderr, "ncclx-bench: out of host memory\n");
+        return -1;
+    }
+    if (!t->o.comm) {
+        ncclxContext_t *ctxs = calloc(n, sizeof(*ctxs));
+        ncclxResult_t res;
+        if (ctxs == NULL) {
+            fprintf(stderr, "ncclx-bench: out of host memory\n");
+            return -1;
+        }
+        res = ncclxLoopbackInit(plan, n, (int)t->o.device, ctxs);
+        for (uint32_t i = 0; i < n && res == ncclxSuccess; i++) {
+            t->r[i].ctx = ctxs[i];
+            t->r[i].rank = i;
+        }
+        free(ctxs);
+        BENCH_NCCLX(res, "ncclxLoopbackInit", -1);
+        t->ranks = t->nlocal = n;
+        t->cuda_device = (int)t->o.device;
+    } else {
+        ncclxContextInfo_t info = NCCLX_CONTEXT_INFO_INIT;
+        BENCH_NCCLX(ncclxInit(plan, NULL, &t->r[0].ctx), "ncclxInit", -1);
+        t->nlocal = 1;
+        BENCH_NCCLX(ncclxContextGetInfo(t->r[0].ctx, &info), "ncclxContextGetInfo", -1);
+        t->r[0].rank = (uint32_t)info.rank;
+        t->ranks = (uint32_t)info.num_ranks;
+        t->cuda_device = info.cuda_device;
+    }
+    BENCH_CUDA(cudaSetDevice(t->cuda_device), "cudaSetDevice", -1);
+    return 0;
+}
+
+static int bench_alloc(void **p, size_t bytes, uint32_t rank)
+{
+    if (bytes == 0) {
+        return 0;
+    }
+    BENCH_CUDA(cudaMalloc(p, bytes), "cudaMalloc", rank);
+    BENCH_CUDA(cudaMemset(*p, 0, bytes), "cudaMemset", rank);
+    return 0;
+}
+
+static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
+{
+    const bench_options_t *o = &t->o;
+    const size_t T = o->tokens, H = o->hidden, K = o->topk, elt = bench_dtype_size(o->dtype);
+    const size_t rows = (size_t)t->slabs * t->slab_rows;
+    const int rm = o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR;
+    const int fp8 = o->recipe == NCCLX_EP_RECIPE_FP8;
+    BENCH_NCCLX(ncclxEpGroupGet(r->ctx, 0, &r->group), "ncclxEpGroupGet", r->rank);
+    BENCH_CUDA(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", r->rank);
+    if (bench_alloc(&r->topk_idx, T * K * sizeof(int64_t), r->rank) != 0 ||
+        bench_alloc(&r->topk_weights, T * K * sizeof(float), r->rank) != 0 ||
+        bench_alloc(&r->tokens, T * H * elt, r->rank) != 0 ||
+        bench_alloc(&r->out_tokens, rows * t->out_row_bytes, r->rank) != 0 ||
+        bench_alloc(&r->out_scales, fp8 ? rows * (H / 128) * sizeof(float) : 0, r->rank) != 0 ||
+        bench_alloc(&r->out_counts, t->slabs * sizeof(int32_t), r->rank) != 0 ||
+        bench_alloc(&r->out_topk_idx, rm ? t->ranks * T * K * sizeof(int32_t) : 0, r->rank) != 0 ||
+        bench_alloc(&r->out_topk_weights, rm ? t->ranks * T * K * sizeof(float) : 0, r->rank) !=
+            0 ||
+        bench_alloc(&r->expert_out, rows * H * elt, r->rank) != 0 ||
+        bench_alloc(&r->out, T * H * elt, r->rank) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int bench_team_create(const bench_options_t *o, bench_team_t *t)
+{
+    ncclxEpGroupPlan_t group;
+    const ncclxEpGroupPlan_t *groups[1] = {&group};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    memset(t, 0, sizeof(*t));
+    t->o = *o;
+    bench_group_plan(o, &group);
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    if (bench_team_contexts(t, &plan) != 0) {
+        goto err_destroy;
+    }
+    t->max_tokens = o->tokens;
+    t->local_experts = o->experts / t->ranks;
+    t->slabs = o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? t->local_experts : t->ranks;
+    t->slab_rows = o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? t->ranks * o->tokens : o->tokens;
+    t->out_row_bytes =
+        o->recipe == NCCLX_EP_RECIPE_FP8 ? o->hidden : o->hidden * bench_dtype_size(o->dtype);
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        if (bench_rank_buffers(t, &t->r[i]) != 0) {
+            goto err_destroy;
+        }
+    }
+    if (cudaStreamCreateWithFlags(&t->timer, cudaStreamNonBlocking) != cudaSuccess) {
+        fprintf(stderr, "ncclx-bench: cudaStreamCreateWithFlags failed for the timer stream\n");
+        goto err_destroy;
+    }
+    /* Roofline copies: the largest payload of every local rank (combine, all entries valid). */
+    t->copy_bytes =
+        (size_t)t->nlocal * o->tokens * o->topk * o->hidden * bench_dtype_size(o->dtype);
+    if (bench_alloc(&t->copy_src, t->copy_bytes, 0) != 0 ||
+        bench_alloc(&t->copy_dst, t->copy_bytes, 0) != 0) {
+        goto err_destroy;
+    }
+    /* The zero fills ran on the legacy stream, which the ranks' streams do not wait for. */
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        fprintf(stderr, "ncclx-bench: cudaDeviceSynchronize failed after allocating buffers\n");
+        goto err_destroy;
+    }
+    return 0;
+err_destroy:
+    (void)bench_team_destroy(t);
+    return -1;
+}
+
+int bench_team_upload(bench_team_t *t, const bench_inputs_t *in)
+{
+    const size_t T = t->max_tokens, H = t->o.hidden, K = t->o.topk;
+    void *rows = malloc(T * H * bench_dtype_size(t->o.dtype));
+    int rc = 0;
+    if (rows == NULL) {
+        fprintf(stderr, "ncclx-bench: out of host memory for the tokens\n");
+        return -1;
+    }
+    for (uint32_t i = 0; i < t->nlocal && rc == 0; i++) {
+        bench_rank_t *r = &t->r[i];
+        cudaError_t err;
+        for (size_t tok = 0; tok < T; tok++) {
+            for (size_t c = 0; c < H; c++) {
+                bench_store(rows, tok * H + c, t->o.dtype,
+                            bench_token_value(in, r->rank, (uint32_t)tok, (uint32_t)c));
+            }
+        }
+        err = cudaMemcpy(r->tokens, rows, T * H * bench_dtype_size(t->o.dtype),
+                         cudaMemcpyHostToDevice);
+        if (err == cudaSuccess) {
+            err = cudaMemcpy(r->topk_idx, in->topk_idx + (size_t)r->rank * T * K,
+                             T * K * sizeof(int64_t), cudaMemcpyHostToDevice);
+        }
+        if (err == cudaSuccess) {
+            err = cudaMemcpy(r->topk_weights, in->weights + (size_t)r->rank * T * K,
+                             T * K * sizeof(float), cudaMemcpyHostToDevice);
+        }
+        rc = err == cudaSuccess ? 0 : bench_fail_cuda(err, "cudaMemcpy (inputs)", (int)r->rank);
+    }
+    free(rows);
+    return rc;
+}
+
+static void bench_drop_graphs(bench_rank_t *r)
+{
+    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        if (r->graphs[op] != NULL) {
+            (void)cudaGraphExecDestroy(r->graphs[op]);
+            r->graphs[op] = NULL;
+        }
+    }
+}
+
+int bench_team_route(bench_team_t *t, uint32_t n)
+{
+    t->tokens = n;
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        bench_rank_t *r = &t->r[i];
+        ncclxTensor_t idx = bench_tensor(r->topk_idx, NCCLX_INT64, 2, n, t->o.topk, 0);
+        bench_drop_graphs(r); /* they hold the previous token count */
+        if (r->handle == NULL) {
+            ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
+            cfg.layout = t->o.layout;
+            cfg.topk = t->o.topk;
+            BENCH_NCCLX(
+                ncclxEpHandleCreate(r->group, &cfg, &idx, (ncclxStream_t)r->stream, &r->handle),
+                "ncclxEpHandleCreate", r->rank);
+        } else {
+            BENCH_NCCLX(ncclxEpHandleUpdate(r->handle, &idx, (ncclxStream_t)r->stream),
+                        "ncclxEpHandleUpdate", r->rank);
+        }
+    }
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        BENCH_CUDA(cudaStreamSynchronize(t->r[i].stream), "routing", t->r[i].rank);
+    }
+    return bench_team_async_errors(t);
+}
+
+static int bench_dispatch(const bench_team_t *t, bench_rank_t *r)
+{
+    ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
+    const bench_options_t *o = &t->o;
+    const int fp8 = o->recipe == NCCLX_EP_RECIPE_FP8;
+    const int64_t n = t->tokens, T = t->max_tokens, H = o->hidden, K = o->topk;
+    a.recipe = o->recipe;
+    a.tokens = bench_tensor(r->tokens, o->dtype, 2, n, H, 0);
+    a.out_tokens =
+        bench_tensor(r->out_tokens, fp8 ? NCCLX_FP8_E4M3 : o->dtype, 3, t->slabs, t->slab_rows, H);
+    if (fp8) {
+        a.out_scales =
+            bench_tensor(r->out_scales, NCCLX_FLOAT32, 3, t->slabs, t->slab_rows, H / 128);
+    }
+    a.out_counts = bench_tensor(r->out_counts, NCCLX_INT32, 1, t->slabs, 0, 0);
+    if (o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {
+        a.topk_weights = bench_tensor(r->topk_weights, NCCLX_FLOAT32, 2, n, K, 0);
+        a.out_topk_idx = bench_tensor(r->out_topk_idx, NCCLX_INT32, 3, t->ranks, T, K);
+        a.out_topk_weights = bench_tensor(r->out_topk_weights, NCCLX_FLOAT32, 3, t->ranks, T, K);
+    }
+    BENCH_NCCLX(ncclxEpDispatch(r->handle, &a, (ncclxStream_t)r->stream), "ncclxEpDispatch",
+                r->rank);
+    return 0;
+}
+
+static int bench_combine(const bench_team_t *t, bench_rank_t *r)
+{
+    ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
+    const bench_options_t *o = &t->o;
+    const int64_t n = t->tokens, H = o->hidden, K = o->topk;
+    a.expert_out = bench_tensor(r->expert_out, o->dtype, 3, t->slabs, t->slab_rows, H);
+    if (o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
+        a.topk_weights = bench_tensor(r->topk_weights, NCCLX_FLOAT32, 2, n, K, 0);
+    }
+    a.out = bench_tensor(r->out, o->dtype, 2, n, H, 0);
+    BENCH_NCCLX(ncclxEpCombine(r->handle, &a, (ncclxStream_t)r->stream), "ncclxEpCombine", r->rank);
+    return 0;
+}
+
+static int bench_eager(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
+{
+    return op == BENCH_DISPATCH ? bench_dispatch(t, r) : bench_combine(t, r);
+}
+
+int bench_team_enqueue(bench_team_t *t, uint32_t i, bench_op_t op)
+{
+    bench_rank_t *r = &t->r[i];
+    if (r->graphs[op] != NULL) {
+        BENCH_CUDA(cudaGraphLaunch(r->graphs[op], r->stream), "cudaGraphLaunch", r->rank);
+        return 0;
+    }
+    return bench_eager(t, r, op);
+}
+
+static int bench_capture_one(bench_team_t *t, bench_rank_t *r, bench_op_t op)
+{
+    cudaGraph_t graph = NULL;
+    cudaError_t err;
+    int rc;
+    BENCH_CUDA(cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeThreadLocal),
+               "cudaStreamBeginCapture", r->rank);
+    rc = bench_eager(t, r, op);
+    err = cudaStreamEndCapture(r->stream, &graph); /* always: ends the capture */
+    if (rc == 0 && err == cudaSuccess) {
+        err = cudaGraphInstantiate(&r->graphs[op], graph, 0);
+    }
+    if (graph != NULL) {
+        (void)cudaGraphDestroy(graph);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    BENCH_CUDA(err, op == BENCH_DISPATCH ? "capturing ncclxEpDispatch" : "capturing ncclxEpCombine",
+               r->rank);
+    return 0;
+}
+
+int bench_team_capture(bench_team_t *t)
+{
+    /* Dispatch before combine: combine needs a dispatched handle, also when captured. */
+    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        for (uint32_t i = 0; i < t->nlocal; i++) {
+            if (bench_capture_one(t, &t->r[i], (bench_op_t)op) != 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int bench_team_async_errors(bench_team_t *t)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        uint32_t error = 0;
+        BENCH_NCCLX(ncclxEpGetAsyncError(t->r[i].group, &error), "ncclxEpGetAsyncError",
+                    t->r[i].rank);
+        if (error != 0) {
+            fprintf(stderr, "ncclx-bench: rank %u: the GPU reported error 0x%x%s%s\n", t->r[i].rank,
+                    error, (error & NCCLX_EP_ERROR_TIMEOUT) ? " (a wait timed out)" : "",
+                    (error & NCCLX_EP_ERROR_BAD_EXPERT) ? " (an expert id out of range)" : "");
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+static int bench_rank_destroy(bench_rank_t *r)
+{
+    void *buffers[] = {r->topk_idx,   r->topk_weights, r->tokens,       r->out_tokens,
+                       r->out_scales, r->out_counts,   r->out_topk_idx, r->out_topk_weights,
+                       r->expert_out, r->out};
+    int rc = 0;
+    ncclxResult_t res;
+    bench_drop_graphs(r);
+    if (r->handle != NULL && (res = ncclxEpHandleDestroy(r->handle)) != ncclxSuccess) {
+        rc = bench_fail_ncclx(res, "ncclxEpHandleDestroy", (int)r->rank);
+    }
+    for (size_t b = 0; b < sizeof(buffers) / sizeof(buffers[0]); b++) {
+        (void)cudaFree(buffers[b]);
+    }
+    if (r->stream != NULL) {
+        (void)cudaStreamDestroy(r->stream);
+    }
+    if (r->ctx != NULL) {
+        res = ncclxFinalize(r->ctx);
+        if (res != ncclxSuccess) {
+            rc = bench_fail_ncclx(res, "ncclxFinalize", (int)r->rank);
+        }
+    }
+    memset(r, 0, sizeof(*r));
+    return rc;
+}
+
+int bench_team_destroy(bench_team_t *t)
+{
+    int rc = 0;
+    if (t->r != NULL) {
+        (void)cudaDeviceSynchronize();
+        for (uint32_t i = 0; i < (t->o.comm ? 1 : t->o.loopback); i++) {
+            rc |= bench_rank_destroy(&t->r[i]);
+        }
+    }
+    (void)cudaFree(t->copy_src);
+    (void)cudaFree(t->copy_dst);
+    if (t->timer != NULL) {
+        (void)cudaStreamDestroy(t->timer);
+    }
+    free(t->r);
+    memset(t, 0, sizeof(*t));
+    return rc;
+}

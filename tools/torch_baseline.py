@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 The libncclx authors.
+"""PyTorch baseline of EP dispatch and combine for one rank on one GPU.
+
+What a single-GPU MoE layer does without a communication library:
+  dispatch = index_select of the token rows into expert-major order (one row per
+             (token, expert) pair, sorted by expert, then token);
+  combine  = index_add_ of the weighted expert rows back into [tokens, hidden].
+The routing (the sort) is computed once, outside the timed region, as ncclx-bench routes its
+handle outside the timed region.  Times come from CUDA events around each operation (median,
+min, max over the timed iterations), bytes are counted as ncclx-bench counts them (valid
+top-k entries x hidden x element bytes), and the roofline is a device-to-device copy of the
+same bytes timed the same way.  Needs only python3 and torch.
+"""
+import argparse
+import statistics
+import sys
+
+import torch
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tokens", type=int, default=128, help="tokens (128; --sweep: the largest)")
+    p.add_argument("--hidden", type=int, default=7168)
+    p.add_argument("--topk", type=int, default=8)
+    p.add_argument("--experts", type=int, default=256)
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--iters", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--graph", action="store_true", help="replay each operation from a CUDA graph")
+    p.add_argument("--sweep", action="store_true", help="tokens 1, 2, 4, ... up to --tokens")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", type=int, default=0)
+    args = p.parse_args()
+    if args.topk > args.experts or min(args.tokens, args.hidden, args.topk, args.iters) < 1:
+        p.error("need 1 <= topk <= experts and positive tokens, hidden, iters")
+    return args
+
+
+def time_op(fn, iters, warmup, graph):
+    """Median, min and max in microseconds of fn, each call between two CUDA events."""
+    if graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()  # warm up allocations and kernels before capture
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        fn = g.replay
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    torch.cuda.synchronize()
+    for i in range(iters):
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    us = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+    return statistics.median(us), min(us), max(us)
+
+
+def time_copy(nbytes, iters, warmup, device):
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return time_op(lambda: dst.copy_(src), iters, warmup, False)[0]
+
+
+def run_row(args, tokens, device):
+    dtype = DTYPES[args.dtype]
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)
+    # Top-k distinct experts per token, uniform; weights in [0.05, 1).
+    topk_idx = torch.rand(tokens, args.experts, generator=gen).argsort(dim=1)[:, : args.topk]
+    weights = 0.05 + 0.95 * torch.rand(tokens, args.topk, generator=gen)
+    x = (torch.randint(-128, 128, (tokens, args.hidden), generator=gen) / 64.0).to(dtype)
+    topk_idx, weights, x = topk_idx.to(device), weights.to(device), x.to(device)
+
+    # Routing, untimed: the (token, expert) pairs in expert-major order.
+    order = torch.argsort(topk_idx.flatten(), stable=True)
+    pair_token = order // args.topk
+    pair_weight = weights.flatten()[order].to(dtype).unsqueeze(1)
+    recv = torch.empty(tokens * args.topk, args.hidden, dtype=dtype, device=device)
+    out = torch.empty(tokens, args.hidden, dtype=dtype, device=device)
+
+    def dispatch():
+        torch.index_select(x, 0, pair_token, out=recv)
+
+    def combine():
+        out.zero_()
+        out.index_add_(0, pair_token, recv * pair_weight)
+
+    dispatch()
+    combine()
+    torch.cuda.synchronize()
+    # Identity experts: combine(dispatch(x)) = x * sum_k w_k.  Every term has the sign of x, so
+    # K + 1 roundings in dtype (the product, then each addition) bound the error.
+    want = x.float() * weights.to(dtype).float().sum(dim=1, keepdim=True)
+    unit = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}[dtype]
+    tol = (args.topk + 2) * unit
+    wrong = int((out.float() - want).abs().gt(tol * want.abs() + 1e-6).sum().item())
+
+    nbytes = tokens * args.topk * args.hidden * x.element_size()
+    row = [tokens]
+    for fn in (dispatch, combine):
+        med, lo, hi = time_op(fn, args.iters, args.warmup, args.graph)
+        copy = time_copy(nbytes, args.iters, args.warmup, device)
+        row += [nbytes, med, lo, hi, nbytes / (med * 1e3), copy / med * 100.0]
+    row.append(wrong)
+    return row
+
+
+def main():
+    args = parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("torch_baseline: no CUDA device visible to torch")
+    device = torch.device("cuda", args.device)
+    torch.cuda.set_device(device)
+    props = torch.cuda.get_device_properties(device)
+    print("# torch_baseline: index_select dispatch, index_add_ combine, one rank, one GPU")
+    print(f"# torch {torch.__version__}, CUDA {torch.version.cuda}, GPU {args.device}: "
+          f"{props.name}, {props.multi_processor_count} SMs")
+    print(f"# experts {args.experts}, hidden {args.hidden}, top-k {args.topk}, "
+          f"dtype {args.dtype}, seed {args.seed}")
+    print(f"# {'CUDA graphs' if args.graph else 'eager'}; {args.warmup} warm-up + "
+          f"{args.iters} timed iterations; CUDA events around each operation")
+    print("# bytes: tokens x top-k x hidden x element bytes; GB/s = bytes / median; "
+          "%roof = device-to-device copy of the bytes / median")
+    print("#")
+    print(f"#{'dispatch':>42}{'combine':>58}")
+    hdr = ("tokens", "bytes", "med_us", "min_us", "max_us", "GB/s", "%roof")
+    print("# %6s  %12s %9s %9s %9s %8s %6s  %12s %9s %9s %9s %8s %6s  %7s"
+          % (hdr + hdr[1:] + ("#wrong",)))
+    counts = [args.tokens]
+    if args.sweep:
+        counts, n = [], 1
+        while n < args.tokens:
+            counts.append(n)
+            n *= 2
+        counts.append(args.tokens)
+    wrong = 0
+    for tokens in counts:
+        r = run_row(args, tokens, device)
+        wrong += r[-1]
+        print("  %6u  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %7u"
+              % tuple(r), flush=True)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
