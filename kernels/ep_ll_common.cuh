@@ -57,12 +57,13 @@ signal_at(char *base, const ncclx_ep_ll_group_desc_t &g, int parity, int source,
            ((size_t)(parity * g.ranks + source) * 2 + which);
 }
 
-// Records an error for the host (mapped status) and for later kernels (device state).
+// Records an error for the host (mapped status) and for later kernels (device state).  The
+// device word collects every bit atomically; the host word gets the union seen so far.
 __device__ __forceinline__ void report_error(const ncclx_ep_ll_group_desc_t &g, unsigned bits)
 {
-    atomicOr(&g.state->error, bits);
+    unsigned all = atomicOr(&g.state->error, bits) | bits;
     volatile unsigned *status = g.status;
-    *status = *status | bits;
+    *status = *status | all;
     __threadfence_system();
 }
 

@@ -70,9 +70,8 @@ static size_t ncclx_handle_bytes(const ncclx_ep_dims_t *d, const ncclxEpGroupPla
     size_t bytes = ncclx_align_up((size_t)d->tokens * d->topk * 4, 16);
     bytes += 2 * ncclx_align_up((size_t)d->ranks * 4, 16);
     bytes += ncclx_align_up((size_t)d->local_experts * 4, 16);
-    bytes += ncclx_align_up((size_t)d->recv_slots * 4 +
-                                ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16),
-                            16);
+    bytes += ncclx_align_up(
+        (size_t)d->recv_slots * 4 + ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16), 16);
     return ncclx_align_up(bytes, NCCLX_DEVICE_ALIGN);
 }
 

@@ -245,6 +245,22 @@ ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t g, uint32_t *error)
     return ncclxSuccess;
 }
 
+ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g)
+{
+    if (g == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpClearAsyncError: group is NULL");
+    }
+    ncclxResult_t res = ncclxSuccess;
+    /* The device word keeps the union that kernels copy to the host word: clear both. */
+    NCCLX_CUDA_CHECK_GOTO(
+        cudaMemsetAsync(&g->desc.state->error, 0, sizeof(g->desc.state->error), g->ctx->stream),
+        res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(g->ctx->stream), res, out);
+    *g->status = 0;
+out:
+    return res;
+}
+
 /* ---- dispatch / combine / complete ---- */
 
 static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream)

@@ -97,7 +97,8 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
         d->out_scales = a->out_scales.data;
         return ncclxSuccess;
     }
-    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || a->scales.data == NULL) {
+    /* Absent scales are NCCLX_TENSOR_INIT (ndim 0); an empty rank's [0, S] has NULL data. */
+    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || a->scales.ndim == 0) {
         d->scale_bytes = 0;
         return ncclxSuccess;
     }

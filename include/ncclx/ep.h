@@ -19,13 +19,18 @@
  *    -1 where the expert is not on this rank) and out_topk_weights [R, T, K]; combine takes
  *    expert_out [R, T, hidden] holding one pre-weighted row per received token and returns
  *    out[t] = sum over the token's destination ranks (in rank order) of their rows.
- * Combine accumulates in FP32 and writes expert_out's dtype.  Both directions are
- * deterministic: two runs on the same input give bitwise-identical outputs.
+ * Combine accumulates in float64, in that fixed order, and rounds once to expert_out's dtype:
+ * both directions are deterministic (two runs on the same input give bitwise-identical
+ * outputs).  A token that lists one expert twice gets one expert-major row; combine applies
+ * both weights to it.
  *
- * R = ranks, T = max_dispatch_tokens_per_rank of the group, K = the handle's top-k.  Entries
- * of topk_idx equal to -1 are not routed.  Every call checks its arguments against the group
- * and the handle and names the offending field; nothing here allocates, and every call can
- * be captured in a CUDA graph.
+ * R = ranks, T = max_dispatch_tokens_per_rank of the group, K = the handle's top-k, hidden =
+ * the group's planned hidden (every call uses exactly it).  Entries of topk_idx equal to -1
+ * are not routed; entries outside [-1, num_experts) are treated as -1 (the token's other
+ * entries are still delivered) and reported by ncclxEpGetAsyncError.  Every rank passes the
+ * same recipe, dtypes and scale row size to one operation.  Every call checks its arguments against
+ * the group and the handle and names the offending field; nothing here allocates, and every call
+ * can be captured in a CUDA graph.
  */
 #ifndef NCCLX_EP_H_
 #define NCCLX_EP_H_
@@ -177,6 +182,12 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
  * 0 = none, else an NCCLX_EP_ERROR_* bit set by a kernel (a wait timed out, ...).
  */
 ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
+
+/**
+ * Clears the group's asynchronous error word (nothing else does).  It waits for the context's
+ * internal stream only, not for the caller's streams.
+ */
+ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group);
 
 #define NCCLX_EP_ERROR_TIMEOUT    0x1u /**< a GPU wait ran past the group's timeout */
 #define NCCLX_EP_ERROR_BAD_EXPERT 0x2u /**< a topk_idx value outside [-1, num_experts) */

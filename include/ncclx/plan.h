@@ -80,7 +80,7 @@ typedef struct {
     ncclxEpAlgorithm_t algorithm;          /**< NCCLX_EP_ALGO_LL or _HT */
     uint32_t num_experts;                  /**< global experts; divisible by the number of ranks */
     uint32_t max_topk;                     /**< largest top-k a handle may use, 1..16 */
-    uint32_t hidden;                       /**< largest hidden size (elements per token row) */
+    uint32_t hidden;                       /**< hidden size (elements per token row) */
     uint32_t token_dtypes;                 /**< NCCLX_DTYPE_BIT set of token dtypes to support */
     uint32_t layouts;                      /**< NCCLX_EP_LAYOUT_* set */
     uint32_t recipes;                      /**< NCCLX_EP_RECIPE_* set */
