@@ -20,10 +20,22 @@ make -j"$(nproc)" >"$log_dir/make.log" 2>&1 || { tail -40 "$log_dir/make.log"; e
 make check-gpu >"$log_dir/check-gpu.log" 2>&1 || status=1
 grep -E '^(PASS|FAIL|ERROR|# )' "$log_dir/check-gpu.log"
 cat tests/gpu/*.log >"$log_dir/gpu-tests.log" 2>/dev/null
+# compute-sanitizer over the fill kernel and a whole MoE layer on a 2-rank loopback team
+# (dispatch, combine, routing, the LL waits), memcheck and racecheck.
 if command -v compute-sanitizer >/dev/null 2>&1; then
-    compute-sanitizer --tool memcheck --error-exitcode 1 tests/gpu/test_fill \
-        >"$log_dir/memcheck-fill.log" 2>&1 && echo "memcheck test_fill: clean" ||
-        { echo "memcheck test_fill: errors"; status=1; }
+    for tool in memcheck racecheck; do
+        for prog in "tests/gpu/test_fill" "examples/moe_layer --loopback 2"; do
+            name=$(basename "${prog%% *}")
+            # shellcheck disable=SC2086
+            if timeout 300 compute-sanitizer --tool $tool --error-exitcode 1 $prog \
+                >"$log_dir/$tool-$name.log" 2>&1; then
+                echo "$tool $name: clean"
+            else
+                echo "$tool $name: errors (see $tool-$name.log)"
+                status=1
+            fi
+        done
+    done
 fi
 tools/ncclx-info >"$log_dir/ncclx-info.txt" 2>&1
 tools/ncclx-info --export-topology "$log_dir/topology.xml" >/dev/null 2>&1
