@@ -114,6 +114,11 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
                            num_ranks);
     }
     NCCLX_CHECK(ncclxEnvValidate());
+    /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
+     * front of a peer's send.  Effective only if CUDA is not initialized yet in this process. */
+    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) != 0) {
+        NCCLX_WARN("could not set CUDA_DEVICE_MAX_CONNECTIONS for the loopback team");
+    }
     team.num_ranks = team.lsa_size = num_ranks;
     norm = malloc(sizeof(*norm));
     if (norm == NULL) {
