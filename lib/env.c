@@ -44,6 +44,10 @@ static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_FENCE_TIMEOUT_S] = {"NCCLX_FENCE_TIMEOUT_S", "300",
                                    "seconds a PMIx fence may take at init before failing",
                                    NCCLX_ENV_KIND_UINT, NULL, 1, 86400},
+    [NCCLX_ENV_TIMEOUT_MS] = {"NCCLX_TIMEOUT_MS", "",
+                              "GPU wait timeout of every EP group in milliseconds (overrides "
+                              "the plan's timeout_ns)",
+                              NCCLX_ENV_KIND_UINT, NULL, 1, 86400000},
 };
 
 const char *ncclx_env_raw(ncclx_env_id_t id)

@@ -18,6 +18,7 @@ typedef enum {
     NCCLX_ENV_BIND,
     NCCLX_ENV_CUDA_DEVICE,
     NCCLX_ENV_FENCE_TIMEOUT_S,
+    NCCLX_ENV_TIMEOUT_MS,
     NCCLX_ENV_NUM_VARS
 } ncclx_env_id_t;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "env.h"
 #include "ep_group.h"
 #include "ep_tensor.h"
 #include "error.h"
@@ -52,6 +53,13 @@ void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank
     d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
     d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
     d->timeout_ns = g->plan.timeout_ns;
+    if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
+        uint64_t ms = 0;
+        /* Validated by ncclxEnvValidate at init: garbage never gets here. */
+        if (ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &ms) == ncclxSuccess) {
+            d->timeout_ns = ms * 1000000ull;
+        }
+    }
 }
 
 ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group)

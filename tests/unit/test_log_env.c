@@ -309,6 +309,24 @@ static void test_fence_timeout(void **state)
     assert_int_equal(value, 300); /* the declared default */
 }
 
+/* NCCLX_TIMEOUT_MS: unset means the plan decides; garbage and 0 are rejected by name. */
+static void test_gpu_timeout(void **state)
+{
+    static const char *const bad[] = {"abc", "0", "-5", "86400001", "10ms"};
+    uint64_t value = 77;
+    (void)state;
+    assert_null(ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("NCCLX_TIMEOUT_MS", bad[i], 1);
+        assert_ncclx_error(ncclxEnvValidate(), ncclxInvalidArgument, "NCCLX_TIMEOUT_MS");
+    }
+    setenv("NCCLX_TIMEOUT_MS", "2500", 1);
+    assert_ncclx_ok(ncclxEnvValidate());
+    assert_ncclx_ok(ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &value));
+    assert_int_equal(value, 2500);
+    unsetenv("NCCLX_TIMEOUT_MS");
+}
+
 static void test_unknown_variable(void **state)
 {
     (void)state;
@@ -373,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_debug_env_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_debug_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_variable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_listing, setup, teardown),
     };
