@@ -69,6 +69,58 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
 constexpr int kElemsPerLane = 8;
 constexpr int kElemsPerWarp = kElemsPerLane * kWarpSize;
 
+// 8 consecutive elements of a 16-byte aligned row as doubles (16 or 32 bytes of loads).
+__device__ __forceinline__ void load8(const char *p, int dtype, double x[kElemsPerLane])
+{
+    if (dtype == kFp32) {
+        float4 a = reinterpret_cast<const float4 *>(p)[0];
+        float4 b = reinterpret_cast<const float4 *>(p)[1];
+        x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+        x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+        return;
+    }
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        if (dtype == kBf16) {
+            x[2 * i] = __uint_as_float(w[i] << 16);
+            x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+        } else {
+            x[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
+            x[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+        }
+    }
+}
+
+// Rounds 8 doubles once to dtype and stores them (16 or 32 bytes).
+__device__ __forceinline__ void store8(char *p, int dtype, const double x[kElemsPerLane])
+{
+    if (dtype == kFp32) {
+        reinterpret_cast<float4 *>(p)[0] =
+            make_float4(__double2float_rn(x[0]), __double2float_rn(x[1]), __double2float_rn(x[2]),
+                        __double2float_rn(x[3]));
+        reinterpret_cast<float4 *>(p)[1] =
+            make_float4(__double2float_rn(x[4]), __double2float_rn(x[5]), __double2float_rn(x[6]),
+                        __double2float_rn(x[7]));
+        return;
+    }
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        unsigned short lo, hi;
+        if (dtype == kBf16) {
+            lo = __bfloat16_as_ushort(__double2bfloat16(x[2 * i]));
+            hi = __bfloat16_as_ushort(__double2bfloat16(x[2 * i + 1]));
+        } else {
+            lo = __half_as_ushort(__double2half(x[2 * i]));
+            hi = __half_as_ushort(__double2half(x[2 * i + 1]));
+        }
+        w[i] = (unsigned)lo | ((unsigned)hi << 16);
+    }
+    *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 __global__ void __launch_bounds__(NCCLX_EP_THREADS)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
@@ -76,6 +128,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
     const unsigned long long seq = g.state->combine_seq;
     const int parity = (int)(seq & 1), K = h.topk, H = g.hidden, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t esize = dtype_bytes(a.dtype);
+    // Whole 8-element groups of 16-byte aligned rows take the vector path.
+    const bool vector_rows = ((size_t)H * esize) % 16 == 0;
     char *self = peer_base(g, g.rank);
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
         wait_signal(g, signal_at(self, g, parity, s, 1), (unsigned)(seq + 1));
@@ -84,10 +139,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
+        const bool vector = vector_rows && first + kElemsPerLane <= H;
         double acc[kElemsPerLane];
 #pragma unroll
         for (int x = 0; x < kElemsPerLane; x++) {
             acc[x] = 0.0;
+        }
+        if (first >= H) {
+            continue;
         }
         const int rows = h.expert_major ? K : h.ndest[t];
         for (int q = 0; q < rows; q++) {
@@ -99,17 +158,26 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
                 w = (double)a.topk_weights[t * K + q];
             }
             const char *slot = combine_slot(self, g, parity, t, q);
+            double x[kElemsPerLane];
+            if (vector) {
+                load8(slot + (size_t)first * esize, a.dtype, x);
+            } else {
 #pragma unroll
-            for (int x = 0; x < kElemsPerLane; x++) {
-                if (first + x < H) {
-                    acc[x] = fma(w, (double)load_as_float(slot, first + x, a.dtype), acc[x]);
+                for (int i = 0; i < kElemsPerLane; i++) {
+                    x[i] = first + i < H ? (double)load_as_float(slot, first + i, a.dtype) : 0.0;
                 }
             }
-        }
 #pragma unroll
-        for (int x = 0; x < kElemsPerLane; x++) {
-            if (first + x < H) {
-                store_from_double(a.out, (size_t)t * H + first + x, acc[x], a.dtype);
+            for (int i = 0; i < kElemsPerLane; i++) {
+                acc[i] = fma(w, x[i], acc[i]);
+            }
+        }
+        char *out = static_cast<char *>(a.out) + (size_t)t * H * esize;
+        if (vector) {
+            store8(out + (size_t)first * esize, a.dtype, acc);
+        } else {
+            for (int i = 0; i < kElemsPerLane && first + i < H; i++) {
+                store_from_double(a.out, (size_t)t * H + first + i, acc[i], a.dtype);
             }
         }
     }

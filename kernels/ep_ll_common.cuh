@@ -18,8 +18,8 @@ namespace ncclx
 
 constexpr int kWarpSize = 32;
 constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
-// Rows move in chunks of this many bytes (one warp, 4 x 16 bytes per lane in flight).
-constexpr size_t kChunkBytes = 2048;
+// Rows move in chunks of this many bytes (one warp step of warp_copy_to).
+constexpr size_t kChunkBytes = 4096;
 // NCCLX_EP_RECIPE_* and ncclxDataType_t values the kernels need (include/ncclx/plan.h).
 constexpr int kRecipeQuantFwd = 0x2;
 constexpr int kRecipeFp8 = 0x4;
@@ -108,14 +108,18 @@ __device__ __forceinline__ bool last_block(unsigned *counter)
     return is_last;
 }
 
-// A warp copies [begin, end) bytes (16-byte multiples) of src to each of n destinations.
-__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src, size_t begin,
-                                             size_t end, int lane)
+// A warp copies [begin, end) bytes (16-byte multiples) of src to each of n destinations,
+// kCopyUnroll 16-byte loads in flight per lane before the stores.
+constexpr int kCopyUnroll = 8;
+
+__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src,
+                                             size_t begin, size_t end, int lane)
 {
-    for (size_t off = begin + (size_t)lane * 16; off < end; off += 4 * kWarpSize * 16) {
-        uint4 v[4];
+    constexpr size_t kStep = (size_t)kCopyUnroll * kWarpSize * 16;
+    for (size_t off = begin + (size_t)lane * 16; off < end; off += kStep) {
+        uint4 v[kCopyUnroll];
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
+        for (int u = 0; u < kCopyUnroll; u++) {
             size_t o = off + (size_t)u * kWarpSize * 16;
             if (o < end) {
                 v[u] = *reinterpret_cast<const uint4 *>(src + o);
@@ -123,7 +127,7 @@ __device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char
         }
         for (int j = 0; j < n; j++) {
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < kCopyUnroll; u++) {
                 size_t o = off + (size_t)u * kWarpSize * 16;
                 if (o < end) {
                     *reinterpret_cast<uint4 *>(dst[j] + o) = v[u];

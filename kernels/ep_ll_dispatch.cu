@@ -86,40 +86,69 @@ __device__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
     }
 }
 
-// FP8 recipe: elements [begin, end) of a BF16 row, one 128-element block per warp step.
+// FP8 recipe: elements [begin, end) of a BF16 row.  A lane owns 4 elements of each
+// 128-element block; a warp step loads kFp8Blocks blocks at once (8-byte loads) before it
+// reduces, scales and stores them, so several loads are in flight per lane.
+constexpr int kFp8Blocks = 4;
+
+__device__ __forceinline__ float bf16_bits_to_float(unsigned bits16)
+{
+    return __uint_as_float(bits16 << 16);
+}
+
+__device__ __forceinline__ float fp8_scale(float amax, int round_scales)
+{
+    float scale = fmaxf(amax, 1e-4f) / 448.0f;
+    if (round_scales) {
+        unsigned bits = __float_as_uint(scale);
+        if (bits & 0x007fffffu) { // not a power of two: next one up
+            bits = (bits & 0xff800000u) + 0x00800000u;
+        }
+        scale = __uint_as_float(bits);
+    }
+    return scale;
+}
+
 __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv_bfloat16 *row,
                                 char *const *payload, int n, int begin, int end, int lane)
 {
     const size_t scales = scale_offset(a);
-    for (int b = begin; b < end; b += 128) {
-        float x[4], amax = 0.0f;
+    for (int b0 = begin; b0 < end; b0 += 128 * kFp8Blocks) {
+        uint2 raw[kFp8Blocks];
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            x[i] = __bfloat162float(row[b + lane * 4 + i]);
-            amax = fmaxf(amax, fabsf(x[i]));
-        }
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-        }
-        float scale = fmaxf(amax, 1e-4f) / 448.0f;
-        if (a.round_scales) {
-            unsigned bits = __float_as_uint(scale);
-            if (bits & 0x007fffffu) { // not a power of two: next one up
-                bits = (bits & 0xff800000u) + 0x00800000u;
+        for (int u = 0; u < kFp8Blocks; u++) {
+            const int b = b0 + u * 128;
+            if (b < end) {
+                raw[u] = *reinterpret_cast<const uint2 *>(row + b + lane * 4);
             }
-            scale = __uint_as_float(bits);
         }
-        unsigned q = 0;
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            __nv_fp8_storage_t v = __nv_cvt_float_to_fp8(x[i] / scale, __NV_SATFINITE, __NV_E4M3);
-            q |= (unsigned)v << (8 * i);
-        }
-        for (int j = 0; j < n; j++) {
-            *reinterpret_cast<unsigned *>(payload[j] + b + lane * 4) = q;
-            if (lane == 0) {
-                reinterpret_cast<float *>(payload[j] + scales)[b / 128] = scale;
+        for (int u = 0; u < kFp8Blocks; u++) {
+            const int b = b0 + u * 128;
+            if (b >= end) {
+                break;
+            }
+            float x[4] = {
+                bf16_bits_to_float(raw[u].x & 0xffffu), bf16_bits_to_float(raw[u].x >> 16),
+                bf16_bits_to_float(raw[u].y & 0xffffu), bf16_bits_to_float(raw[u].y >> 16)};
+            float amax = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+            }
+            const float scale = fp8_scale(amax, a.round_scales);
+            unsigned q = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                __nv_fp8_storage_t v =
+                    __nv_cvt_float_to_fp8(x[i] / scale, __NV_SATFINITE, __NV_E4M3);
+                q |= (unsigned)v << (8 * i);
+            }
+            for (int j = 0; j < n; j++) {
+                *reinterpret_cast<unsigned *>(payload[j] + b + lane * 4) = q;
+                if (lane == 0) {
+                    reinterpret_cast<float *>(payload[j] + scales)[b / 128] = scale;
+                }
             }
         }
     }
