@@ -28,7 +28,7 @@ __device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_grou
                g.combine_slot_bytes;
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {
@@ -121,7 +121,7 @@ __device__ __forceinline__ void store8(char *p, int dtype, const double x[kElems
     *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {

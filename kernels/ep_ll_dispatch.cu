@@ -154,7 +154,7 @@ __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv
     }
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
 }
 
 // One thread per (source, slot): wait for the source, record the message's token.
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_meta_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS)
 }
 
 // Expert-major: one block per local expert numbers its rows in (source, slot) order.
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_positions_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                               ncclx_ep_ll_dispatch_desc_t a)
 {
@@ -300,7 +300,7 @@ __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
     }
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS)
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_unpack_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                            ncclx_ep_ll_dispatch_desc_t a)
 {

@@ -73,15 +73,17 @@ void ncclx_context_build_groups(struct ncclxContext *ctx)
     }
 }
 
-/* Blocks per data-moving kernel when the plan sets no sm_budget: the GPU's SMs, shared
- * evenly by the ranks that run on it (a loopback team) so that their kernels co-reside. */
+/* Blocks per data-moving kernel when the plan sets no sm_budget: two per SM, shared evenly
+ * by the ranks that run on the GPU (a loopback team) so that their kernels co-reside. */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu)
 {
     int sms = 0;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CUDA_CHECK_GOTO(
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->cuda_device), res, out);
-    ctx->blocks = sms / ranks_on_gpu > 0 ? sms / ranks_on_gpu : 1;
+    /* Two 512-thread blocks fit on an SM (the kernels are built for it), so every rank's
+     * kernels can be resident at once: a waiting rank never keeps a peer's send out. */
+    ctx->blocks = 2 * sms / ranks_on_gpu > 0 ? 2 * sms / ranks_on_gpu : 1;
 out:
     return res;
 }

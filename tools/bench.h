@@ -25,6 +25,7 @@ typedef struct {
     uint32_t recipe;       /* NCCLX_EP_RECIPE_NONE or _FP8 */
     uint32_t iters, warmup;
     uint32_t timeout_s; /* GPU wait timeout of the group */
+    uint32_t sm_budget; /* blocks per data-moving kernel (0: the library's default) */
     uint32_t device;    /* CUDA device of a loopback team */
     int graph, check, sweep;
     int no_gate; /* enqueue timed work without holding it behind the gate */

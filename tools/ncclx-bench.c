@@ -43,6 +43,7 @@ static void usage(FILE *out)
             "  --no-gate           do not hold timed work until it is all enqueued (see\n"
             "                      docs/performance.md)\n"
             "  --timeout S         GPU wait timeout in seconds (10 loopback, 60 with --comm)\n"
+            "  --sm-budget N       blocks per data-moving kernel (default: the library's)\n"
             "  --help\n");
 }
 
@@ -136,6 +137,7 @@ static int parse_number(int c, const char *arg, bench_options_t *o)
         {'L', "loopback", 1, 1024, &o->loopback},
         {'D', "device", 0, 1023, &o->device},
         {'T', "timeout", 1, 3600, &o->timeout_s},
+        {'B', "sm-budget", 0, NCCLX_EP_MAX_SM_BUDGET, &o->sm_budget},
     };
     uint64_t v;
     if (c == 's') {
@@ -179,7 +181,8 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},  {"loopback", 1, NULL, 'L'},
         {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'}, {"check", 0, NULL, 'c'},
         {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},   {"timeout", 1, NULL, 'T'},
-        {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},   {NULL, 0, NULL, 0}};
+        {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},   {"sm-budget", 1, NULL, 'B'},
+        {NULL, 0, NULL, 0}};
     int c, tokens_given = 0, ok = 1;
     while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
