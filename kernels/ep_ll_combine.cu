@@ -69,26 +69,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 constexpr int kElemsPerLane = 8;
 constexpr int kElemsPerWarp = kElemsPerLane * kWarpSize;
 
-// 8 consecutive elements of a 16-byte aligned row: raw bytes (one or two 16-byte loads) ...
-__device__ __forceinline__ void load8_raw(const char *p, int dtype, uint4 r[2])
+// 8 consecutive elements of a 16-byte aligned row as doubles (16 or 32 bytes of loads).
+__device__ __forceinline__ void load8(const char *p, int dtype, double x[kElemsPerLane])
 {
-    r[0] = reinterpret_cast<const uint4 *>(p)[0];
     if (dtype == kFp32) {
-        r[1] = reinterpret_cast<const uint4 *>(p)[1];
-    }
-}
-
-// ... and as doubles.
-__device__ __forceinline__ void convert8(const uint4 r[2], int dtype, double x[kElemsPerLane])
-{
-    const unsigned w[8] = {r[0].x, r[0].y, r[0].z, r[0].w, r[1].x, r[1].y, r[1].z, r[1].w};
-    if (dtype == kFp32) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            x[i] = __uint_as_float(w[i]);
-        }
+        float4 a = reinterpret_cast<const float4 *>(p)[0];
+        float4 b = reinterpret_cast<const float4 *>(p)[1];
+        x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+        x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
         return;
     }
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         if (dtype == kBf16) {
@@ -147,57 +139,38 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
-        const bool active = first < H, vector = vector_rows && first + kElemsPerLane <= H;
-        // The token's routing, one entry per lane, broadcast below: no global load in the loop.
-        const int my_expert = h.expert_major && lane < K ? h.idx[t * K + lane] : -1;
-        const double my_weight =
-            h.expert_major && lane < K ? (double)a.topk_weights[t * K + lane] : 1.0;
-        const int rows = h.expert_major ? K : h.ndest[t];
+        const bool vector = vector_rows && first + kElemsPerLane <= H;
         double acc[kElemsPerLane];
 #pragma unroll
         for (int x = 0; x < kElemsPerLane; x++) {
             acc[x] = 0.0;
         }
-        // Two rows per step: both loads in flight, then the FMAs in row order.
-        for (int q = 0; q < rows; q += 2) {
-            bool valid[2];
-            double w[2];
-            uint4 raw[2][2];
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int row = q + j < rows ? q + j : q;
-                const int e = __shfl_sync(0xffffffffu, my_expert, row);
-                w[j] = __shfl_sync(0xffffffffu, my_weight, row);
-                valid[j] = q + j < rows && (!h.expert_major || e >= 0);
-                if (valid[j] && active && vector) {
-                    load8_raw(combine_slot(self, g, parity, t, q + j) + (size_t)first * esize,
-                              a.dtype, raw[j]);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                if (!valid[j] || !active) {
+        if (first >= H) {
+            continue;
+        }
+        const int rows = h.expert_major ? K : h.ndest[t];
+        for (int q = 0; q < rows; q++) {
+            double w = 1.0;
+            if (h.expert_major) {
+                if (h.idx[t * K + q] < 0) {
                     continue;
                 }
-                double x[kElemsPerLane];
-                if (vector) {
-                    convert8(raw[j], a.dtype, x);
-                } else {
-                    const char *slot = combine_slot(self, g, parity, t, q + j);
-#pragma unroll
-                    for (int i = 0; i < kElemsPerLane; i++) {
-                        x[i] =
-                            first + i < H ? (double)load_as_float(slot, first + i, a.dtype) : 0.0;
-                    }
-                }
+                w = (double)a.topk_weights[t * K + q];
+            }
+            const char *slot = combine_slot(self, g, parity, t, q);
+            double x[kElemsPerLane];
+            if (vector) {
+                load8(slot + (size_t)first * esize, a.dtype, x);
+            } else {
 #pragma unroll
                 for (int i = 0; i < kElemsPerLane; i++) {
-                    acc[i] = fma(w[j], x[i], acc[i]);
+                    x[i] = first + i < H ? (double)load_as_float(slot, first + i, a.dtype) : 0.0;
                 }
             }
-        }
-        if (!active) {
-            continue;
+#pragma unroll
+            for (int i = 0; i < kElemsPerLane; i++) {
+                acc[i] = fma(w, x[i], acc[i]);
+            }
         }
         char *out = static_cast<char *>(a.out) + (size_t)t * H * esize;
         if (vector) {
