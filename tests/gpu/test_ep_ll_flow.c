@@ -13,18 +13,7 @@
 #include <stdio.h>
 
 #include "gpu/ep_ll_harness.h"
-
-#define EM   NCCLX_EP_LAYOUT_EXPERT_MAJOR
-#define RM   NCCLX_EP_LAYOUT_RANK_MAJOR
-#define NONE NCCLX_EP_RECIPE_NONE
-#define QFWD NCCLX_EP_RECIPE_QUANT_FWD
-#define FP8  NCCLX_EP_RECIPE_FP8
-#define BF16 NCCLX_BFLOAT16
-#define F16  NCCLX_FLOAT16
-#define F32  NCCLX_FLOAT32
-#define U8   NCCLX_UINT8
-#define I32  NCCLX_INT32
-#define I64  NCCLX_INT64
+#include "gpu/ep_ll_short.h"
 
 static void open_team(ep_team_t *t, uint32_t ranks)
 {
