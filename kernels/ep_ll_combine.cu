@@ -46,17 +46,22 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         const int tok = h.recv_tok[m], t = tok & 0xffff, order = tok >> 16;
         const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
         char *peer = peer_base(g, s);
+        LaneTargets to;
         if (!h.expert_major) {
-            char *dst = combine_slot(peer, g, parity, t, order);
-            warp_copy_to(&dst, 1, expert_out + (size_t)m * row, begin, end, lane);
+            to.lanes = 1u;
+            to.mine = combine_slot(peer, g, parity, t, order);
+            warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane);
             continue;
         }
-        for (int k = 0; k < K; k++) {
-            int p = h.recv_pos[(size_t)m * K + k];
-            if (p >= 0) {
-                char *dst = combine_slot(peer, g, parity, t, k);
-                warp_copy_to(&dst, 1, expert_out + (size_t)p * row, begin, end, lane);
-            }
+        // Lane k holds top-k entry k's output row; each valid row goes to slot (t, k).
+        const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
+        const unsigned rows = __ballot_sync(0xffffffffu, p >= 0);
+        for (unsigned rest = rows; rest != 0; rest &= rest - 1) {
+            const int k = __ffs(rest) - 1;
+            const int pk = __shfl_sync(0xffffffffu, p, k);
+            to.lanes = 1u;
+            to.mine = combine_slot(peer, g, parity, t, k);
+            warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane);
         }
     }
     if (last_block(&g.state->combine_arrive)) {

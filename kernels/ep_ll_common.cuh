@@ -108,15 +108,37 @@ __device__ __forceinline__ bool last_block(unsigned *counter)
     return is_last;
 }
 
-// A warp copies [begin, end) bytes (16-byte multiples) of src to each of n destinations,
+// The destinations of a warp's copy, held one per lane: lane l's `mine` is a destination
+// when bit l of `lanes` is set.  Keeping them in lanes (instead of an array per thread) keeps
+// the copy loops free of local memory; a lane's pointer reaches the others by a shuffle.
+struct LaneTargets {
+    unsigned lanes;
+    char *mine;
+};
+
+__device__ __forceinline__ char *target_of(const LaneTargets &t, int lane)
+{
+    return reinterpret_cast<char *>(
+        __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(t.mine), lane));
+}
+
+__device__ __forceinline__ unsigned lanemask_lt()
+{
+    unsigned m;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+    return m;
+}
+
+// A warp copies [begin, end) bytes (16-byte multiples) of src to each target,
 // kCopyUnroll 16-byte loads in flight per lane before the stores.
 constexpr int kCopyUnroll = 8;
 
-__device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char *src,
-                                             size_t begin, size_t end, int lane)
+__device__ __forceinline__ void warp_copy_to(const LaneTargets &to, const char *src, size_t begin,
+                                             size_t end, int lane)
 {
     constexpr size_t kStep = (size_t)kCopyUnroll * kWarpSize * 16;
-    for (size_t off = begin + (size_t)lane * 16; off < end; off += kStep) {
+    for (size_t off0 = begin; off0 < end; off0 += kStep) {
+        const size_t off = off0 + (size_t)lane * 16;
         uint4 v[kCopyUnroll];
 #pragma unroll
         for (int u = 0; u < kCopyUnroll; u++) {
@@ -125,12 +147,13 @@ __device__ __forceinline__ void warp_copy_to(char *const *dst, int n, const char
                 v[u] = *reinterpret_cast<const uint4 *>(src + o);
             }
         }
-        for (int j = 0; j < n; j++) {
+        for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
+            char *dst = target_of(to, __ffs(rest) - 1);
 #pragma unroll
             for (int u = 0; u < kCopyUnroll; u++) {
                 size_t o = off + (size_t)u * kWarpSize * 16;
                 if (o < end) {
-                    *reinterpret_cast<uint4 *>(dst[j] + o) = v[u];
+                    *reinterpret_cast<uint4 *>(dst + o) = v[u];
                 }
             }
         }

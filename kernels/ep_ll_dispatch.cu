@@ -34,54 +34,57 @@ __device__ __forceinline__ char *message_at(char *base, const ncclx_ep_ll_group_
            ((size_t)(parity * g.ranks + source) * g.max_tokens + slot) * g.msg_bytes;
 }
 
-// Destinations of token t in top-k order of first appearance, with their messages.
-struct Destinations {
-    int n;
-    int rank[16];
-    char *msg[16];
+// Destinations of token t: lane k < topk reads top-k entry k; the lane of a rank's first
+// entry holds that rank's message (slot from the routing).  Also returns each lane's
+// destination rank (-1 if none) and its rank order among the token's destinations.
+struct TokenRoute {
+    LaneTargets msgs;
+    int expert; // top-k entry of this lane (-1: none or lane >= topk)
+    int order;  // rank order of this lane's destination among the token's destinations
 };
 
-__device__ __forceinline__ void find_destinations(const ncclx_ep_ll_group_desc_t &g,
+__device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t &g,
                                                   const ncclx_ep_ll_handle_desc_t &h, int t,
-                                                  int parity, Destinations &out)
+                                                  int parity, int lane)
 {
-    out.n = 0;
-    for (int k = 0; k < h.topk; k++) {
-        int e = h.idx[t * h.topk + k];
-        if (e < 0) {
-            continue;
-        }
-        int d = e / g.local_experts;
-        bool seen = false;
-        for (int j = 0; j < out.n; j++) {
-            seen |= out.rank[j] == d;
-        }
-        if (!seen) {
-            out.rank[out.n] = d;
-            out.msg[out.n] =
-                message_at(peer_base(g, d), g, parity, g.rank, h.route[t * h.topk + k]);
-            out.n++;
-        }
+    TokenRoute r;
+    int slot = -1;
+    r.expert = -1;
+    if (lane < h.topk) {
+        r.expert = h.idx[t * h.topk + lane];
+        slot = h.route[t * h.topk + lane];
     }
+    const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
+    const unsigned same = __match_any_sync(0xffffffffu, d);
+    const bool first = d >= 0 && (same & lanemask_lt()) == 0;
+    r.msgs.lanes = __ballot_sync(0xffffffffu, first);
+    r.msgs.mine = first ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
+    r.order = 0;
+    for (unsigned rest = r.msgs.lanes; rest != 0; rest &= rest - 1) {
+        r.order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
+    }
+    return r;
 }
 
 // Header and top-k entries of token t into every destination's message.
-__device__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
-                              const ncclx_ep_ll_dispatch_desc_t &a, int t, const Destinations &dst,
-                              int lane)
+__device__ __forceinline__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
+                                              const ncclx_ep_ll_dispatch_desc_t &a, int t,
+                                              const TokenRoute &r, int lane)
 {
-    for (int j = 0; j < dst.n; j++) {
+    float w = 0.0f;
+    if (lane < h.topk && a.topk_weights != nullptr) {
+        w = a.topk_weights[t * h.topk + lane];
+    }
+    const int2 entry = make_int2(r.expert, __float_as_int(w));
+    for (unsigned rest = r.msgs.lanes; rest != 0; rest &= rest - 1) {
+        const int j = __ffs(rest) - 1;
+        char *msg = target_of(r.msgs, j);
+        const int order = __shfl_sync(0xffffffffu, r.order, j);
         if (lane == 0) {
-            int order = 0; // rank order of this destination among the token's destinations
-            for (int j2 = 0; j2 < dst.n; j2++) {
-                order += dst.rank[j2] < dst.rank[j];
-            }
-            *reinterpret_cast<int4 *>(dst.msg[j]) = make_int4(t, order, 0, 0);
+            *reinterpret_cast<int4 *>(msg) = make_int4(t, order, 0, 0);
         }
         if (lane < h.topk) {
-            float w = a.topk_weights != nullptr ? a.topk_weights[t * h.topk + lane] : 0.0f;
-            int2 entry = make_int2(h.idx[t * h.topk + lane], __float_as_int(w));
-            reinterpret_cast<int2 *>(dst.msg[j] + NCCLX_EP_MSG_HEADER)[lane] = entry;
+            reinterpret_cast<int2 *>(msg + NCCLX_EP_MSG_HEADER)[lane] = entry;
         }
     }
 }
@@ -110,7 +113,7 @@ __device__ __forceinline__ float fp8_scale(float amax, int round_scales)
 }
 
 __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv_bfloat16 *row,
-                                char *const *payload, int n, int begin, int end, int lane)
+                                const LaneTargets &payload, int begin, int end, int lane)
 {
     const size_t scales = scale_offset(a);
     for (int b0 = begin; b0 < end; b0 += 128 * kFp8Blocks) {
@@ -144,10 +147,11 @@ __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv
                     __nv_cvt_float_to_fp8(x[i] / scale, __NV_SATFINITE, __NV_E4M3);
                 q |= (unsigned)v << (8 * i);
             }
-            for (int j = 0; j < n; j++) {
-                *reinterpret_cast<unsigned *>(payload[j] + b + lane * 4) = q;
+            for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
+                char *p = target_of(payload, __ffs(rest) - 1);
+                *reinterpret_cast<unsigned *>(p + b + lane * 4) = q;
                 if (lane == 0) {
-                    reinterpret_cast<float *>(payload[j] + scales)[b / 128] = scale;
+                    reinterpret_cast<float *>(p + scales)[b / 128] = scale;
                 }
             }
         }
@@ -166,30 +170,28 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, c = u % chunks;
-        Destinations dst;
-        find_destinations(g, h, t, parity, dst);
-        char *payload[16];
-        for (int j = 0; j < dst.n; j++) {
-            payload[j] = dst.msg[j] + poff;
-        }
+        const TokenRoute r = route_token(g, h, t, parity, lane);
+        LaneTargets payload = r.msgs;
+        payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
         const char *src = static_cast<const char *>(a.tokens) + (size_t)t * in_row;
         size_t begin = (size_t)c * kChunkBytes, end = min(in_row, begin + kChunkBytes);
         if (c == 0) {
-            write_headers(h, a, t, dst, lane);
+            write_headers(h, a, t, r, lane);
             if (a.recipe == kRecipeQuantFwd && a.scale_bytes > 0) {
                 const char *s = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
-                for (int j = 0; j < dst.n; j++) {
+                for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
+                    char *p = target_of(payload, __ffs(rest) - 1) + scale_offset(a);
                     for (size_t i = lane; i < a.scale_bytes; i += kWarpSize) {
-                        payload[j][scale_offset(a) + i] = s[i];
+                        p[i] = s[i];
                     }
                 }
             }
         }
         if (fp8) {
-            quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload, dst.n,
+            quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload,
                             (int)(begin / 2), (int)(end / 2), lane);
         } else {
-            warp_copy_to(payload, dst.n, src, begin, end, lane);
+            warp_copy_to(payload, src, begin, end, lane);
         }
     }
     if (last_block(&g.state->dispatch_arrive)) {
@@ -316,30 +318,28 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             continue;
         }
         const char *msg = message_at(self, g, parity, s, i);
-        char *dst[16];
-        int n = 0;
+        // The output rows of this message: one per distinct local expert (expert-major),
+        // held one per lane, or the message's own row (rank-major).
+        LaneTargets to;
         if (h.expert_major) {
-            for (int k = 0; k < K; k++) {
-                int p = h.recv_pos[(size_t)m * K + k];
-                bool seen = p < 0;
-                for (int k2 = 0; k2 < k; k2++) {
-                    seen |= h.recv_pos[(size_t)m * K + k2] == p;
-                }
-                if (!seen) {
-                    dst[n++] = static_cast<char *>(a.out_tokens) + (size_t)p * out_row;
-                }
-            }
+            const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
+            const unsigned same = __match_any_sync(0xffffffffu, p);
+            const bool first = p >= 0 && (same & lanemask_lt()) == 0;
+            to.lanes = __ballot_sync(0xffffffffu, first);
+            to.mine = first ? static_cast<char *>(a.out_tokens) + (size_t)p * out_row : nullptr;
         } else {
-            dst[n++] = static_cast<char *>(a.out_tokens) + (size_t)m * out_row;
+            to.lanes = 1u;
+            to.mine = static_cast<char *>(a.out_tokens) + (size_t)m * out_row;
         }
         size_t begin = (size_t)c * kChunkBytes, end = min(out_row, begin + kChunkBytes);
-        warp_copy_to(dst, n, msg + poff, begin, end, lane);
+        warp_copy_to(to, msg + poff, begin, end, lane);
         if (c != 0) {
             continue;
         }
         if (a.scale_bytes > 0) {
-            for (int j = 0; j < n; j++) {
-                size_t row = (size_t)(dst[j] - static_cast<char *>(a.out_tokens)) / out_row;
+            for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
+                char *row_at = target_of(to, __ffs(rest) - 1);
+                size_t row = (size_t)(row_at - static_cast<char *>(a.out_tokens)) / out_row;
                 char *out = static_cast<char *>(a.out_scales) + row * a.scale_bytes;
                 for (size_t b = lane; b < a.scale_bytes; b += kWarpSize) {
                     out[b] = msg[poff + scale_offset(a) + b];
