@@ -38,6 +38,8 @@ typedef struct {
     unsigned int unpack_arrive;
     unsigned int reduce_arrive;
     unsigned int error; /* NCCLX_EP_ERROR_* bits, also mirrored to the mapped status */
+    unsigned int mask_arrive;
+    unsigned long long clean_epoch; /* mask cleans completed (the clean barrier's generation) */
 } ncclx_ep_dev_state_t;
 
 /* What every LL kernel of a group needs. */
@@ -53,6 +55,10 @@ typedef struct {
     ncclx_ep_dev_state_t *state; /* device */
     unsigned int *status;        /* device view of the mapped status: error bits */
     unsigned long long timeout_ns;
+    /* Masking (NULL / unused without it): inactive[r] != 0 when rank r is masked out (zeroed
+     * arenas = every rank active); clean_barrier is a symmetric [R] uint64 region. */
+    int *inactive;
+    size_t clean_barrier;
 } ncclx_ep_ll_group_desc_t;
 
 /* One handle's device memory (see ncclx_ep_ll_handle_layout_t). */
@@ -112,10 +118,22 @@ cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
                                             const ncclx_ep_ll_combine_desc_t *a,
                                             cudaStream_t stream);
 
+/** Writes 1 (active) or 0 (masked) per rank into out [ranks] (device int32). */
+cudaError_t ncclx_ep_ll_launch_mask_query(const ncclx_ep_ll_group_desc_t *g, int32_t *out,
+                                          cudaStream_t stream);
+
+/** Sets the mask from mask [ranks] (host int32, 0 or 1; read now, applied in stream order). */
+cudaError_t ncclx_ep_ll_launch_mask_update(const ncclx_ep_ll_group_desc_t *g, const int32_t *mask,
+                                           cudaStream_t stream);
+
+/** Collective: barrier, reset signals / sequence numbers / mask, barrier. */
+cudaError_t ncclx_ep_ll_launch_mask_clean(const ncclx_ep_ll_group_desc_t *g, cudaStream_t stream);
+
 /* Load each file's kernels now (see ncclx_kernels_load, which calls them). */
 cudaError_t ncclx_ep_ll_route_load(void);
 cudaError_t ncclx_ep_ll_dispatch_load(void);
 cudaError_t ncclx_ep_ll_combine_load(void);
+cudaError_t ncclx_ep_ll_mask_load(void);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const char *expert_out = static_cast<const char *>(a.expert_out);
     for (int u = warp; u < g.ranks * T * chunks; u += warps) {
         const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        if (i >= h.recv_count[s]) {
+        if (i >= received(g, h, s)) {
             continue;
         }
         const int tok = h.recv_tok[m], t = tok & 0xffff, order = tok >> 16;
@@ -66,6 +66,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     if (last_block(&g.state->combine_arrive)) {
         for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+            if (!rank_live(g, d)) {
+                continue;
+            }
             st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1), (seq + 1) << 32);
         }
     }
@@ -126,55 +129,117 @@ __device__ __forceinline__ void store8(char *p, int dtype, const double x[kElems
     *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// The rows that make out[t]: bit q of the result is set when row q of the token's combine
+// slots counts.  Expert-major: row q is top-k
+// entry q (skipped for -1 and for experts on masked ranks).  Rank-major: row q is the q-th
+// destination rank in rank order (every destination counts in the order, masked or not, as
+// in dispatch), pre-weighted.
+__device__ __forceinline__ unsigned token_rows(const ncclx_ep_ll_group_desc_t &g,
+                                               const ncclx_ep_ll_handle_desc_t &h, int t, int lane)
+{
+    const int K = h.topk;
+    const int e = lane < K ? h.idx[t * K + lane] : -1;
+    const int d = e >= 0 ? e / g.local_experts : -1;
+    if (h.expert_major) {
+        return __ballot_sync(0xffffffffu, d >= 0 && rank_live(g, d));
+    }
+    const unsigned same = __match_any_sync(0xffffffffu, d);
+    const bool first = d >= 0 && (same & lanemask_lt()) == 0;
+    int order = 0;
+    for (unsigned rest = __ballot_sync(0xffffffffu, first); rest != 0; rest &= rest - 1) {
+        order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
+    }
+    return __reduce_or_sync(0xffffffffu, first && rank_live(g, d) ? 1u << order : 0u);
+}
+
+// Weight of row q of token t (rank-major rows come weighted).
+__device__ __forceinline__ double row_weight(const ncclx_ep_ll_handle_desc_t &h,
+                                             const ncclx_ep_ll_combine_desc_t &a, int t, int q)
+{
+    return h.expert_major ? (double)a.topk_weights[t * h.topk + q] : 1.0;
+}
+
+// Sum of the token's rows over 8 elements at first, kBatch rows' loads in flight at once.
+template <int kElemBytes, int kBatch>
+__device__ __forceinline__ void
+reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
+              const ncclx_ep_ll_combine_desc_t &a, char *self, int parity, int t, size_t first,
+              unsigned rows, double acc[kElemsPerLane])
+{
+    constexpr int kWords = kElemBytes * kElemsPerLane / 16;
+    while (rows != 0) {
+        // A batch short of rows repeats its first row's load and skips its sum.
+        int q[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            q[b] = rows != 0 ? __ffs(rows) - 1 : -1;
+            rows &= rows - 1;
+        }
+        uint4 raw[kBatch][kWords];
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(
+                combine_slot(self, g, parity, t, q[b] >= 0 ? q[b] : q[0]) + first * kElemBytes);
+#pragma unroll
+            for (int i = 0; i < kWords; i++) {
+                raw[b][i] = src[i];
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            if (q[b] >= 0) {
+                const double w = row_weight(h, a, t, q[b]);
+                double x[kElemsPerLane];
+                load8(reinterpret_cast<const char *>(raw[b]), a.dtype, x);
+#pragma unroll
+                for (int i = 0; i < kElemsPerLane; i++) {
+                    acc[i] = fma(w, x[i], acc[i]);
+                }
+            }
+        }
+    }
+}
+
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {
     const unsigned long long seq = g.state->combine_seq;
-    const int parity = (int)(seq & 1), K = h.topk, H = g.hidden, lane = threadIdx.x % kWarpSize;
+    const int parity = (int)(seq & 1), H = g.hidden, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t esize = dtype_bytes(a.dtype);
     // Whole 8-element groups of 16-byte aligned rows take the vector path.
     const bool vector_rows = ((size_t)H * esize) % 16 == 0;
     char *self = peer_base(g, g.rank);
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        wait_signal(g, signal_at(self, g, parity, s, 1), (unsigned)(seq + 1));
+        wait_signal(g, signal_at(self, g, parity, s, 1), (unsigned)(seq + 1), s);
     }
     __syncthreads();
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
+        const unsigned rows = token_rows(g, h, t, lane);
+        if (first >= H) {
+            continue;
+        }
         const bool vector = vector_rows && first + kElemsPerLane <= H;
         double acc[kElemsPerLane];
 #pragma unroll
         for (int x = 0; x < kElemsPerLane; x++) {
             acc[x] = 0.0;
         }
-        if (first >= H) {
-            continue;
-        }
-        const int rows = h.expert_major ? K : h.ndest[t];
-        for (int q = 0; q < rows; q++) {
-            double w = 1.0;
-            if (h.expert_major) {
-                if (h.idx[t * K + q] < 0) {
-                    continue;
+        if (vector && esize == 2) {
+            reduce_vector<2, 4>(g, h, a, self, parity, t, (size_t)first, rows, acc);
+        } else if (vector) {
+            reduce_vector<4, 2>(g, h, a, self, parity, t, (size_t)first, rows, acc);
+        } else {
+            for (unsigned rest = rows; rest != 0; rest &= rest - 1) {
+                const int q = __ffs(rest) - 1;
+                const double w = row_weight(h, a, t, q);
+                const char *slot = combine_slot(self, g, parity, t, q);
+                for (int i = 0; i < kElemsPerLane && first + i < H; i++) {
+                    acc[i] = fma(w, (double)load_as_float(slot, first + i, a.dtype), acc[i]);
                 }
-                w = (double)a.topk_weights[t * K + q];
-            }
-            const char *slot = combine_slot(self, g, parity, t, q);
-            double x[kElemsPerLane];
-            if (vector) {
-                load8(slot + (size_t)first * esize, a.dtype, x);
-            } else {
-#pragma unroll
-                for (int i = 0; i < kElemsPerLane; i++) {
-                    x[i] = first + i < H ? (double)load_as_float(slot, first + i, a.dtype) : 0.0;
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < kElemsPerLane; i++) {
-                acc[i] = fma(w, x[i], acc[i]);
             }
         }
         char *out = static_cast<char *>(a.out) + (size_t)t * H * esize;

@@ -67,11 +67,33 @@ __device__ __forceinline__ void report_error(const ncclx_ep_ll_group_desc_t &g, 
     __threadfence_system();
 }
 
-// Waits until the signal's sequence tag equals want; returns the message count, or 0 after
-// the group's timeout (the error is reported, the caller goes on without that source).
-__device__ __forceinline__ unsigned wait_signal(const ncclx_ep_ll_group_desc_t &g,
-                                                const unsigned long long *signal, unsigned want)
+// Whether this rank exchanges with rank r in the current operation: both it and this rank are
+// active (a masked rank is out of the group until a clean; groups without masking: always).
+__device__ __forceinline__ bool rank_live(const ncclx_ep_ll_group_desc_t &g, int r)
 {
+    return g.inactive == nullptr || (g.inactive[r] == 0 && g.inactive[g.rank] == 0);
+}
+
+// Messages the handle's last dispatch took from source s, 0 once s is masked: a rank masked
+// by a timeout late in a dispatch (after some of its messages were counted) contributes
+// nothing anywhere, and combine sends nothing back to it.
+__device__ __forceinline__ int received(const ncclx_ep_ll_group_desc_t &g,
+                                        const ncclx_ep_ll_handle_desc_t &h, int s)
+{
+    return rank_live(g, s) ? h.recv_count[s] : 0;
+}
+
+// Waits until source's signal carries sequence tag want; returns the message count.  Returns
+// 0 at once for a rank that is not live, and 0 after the group's timeout: the error is
+// reported and, with masking, the source is masked so that later operations skip it (other
+// threads waiting for it see the mask and stop too).
+__device__ __forceinline__ unsigned wait_signal(const ncclx_ep_ll_group_desc_t &g,
+                                                const unsigned long long *signal, unsigned want,
+                                                int source)
+{
+    if (!rank_live(g, source)) {
+        return 0;
+    }
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
         unsigned long long v = ld_acquire_sys(signal);
@@ -80,9 +102,16 @@ __device__ __forceinline__ unsigned wait_signal(const ncclx_ep_ll_group_desc_t &
         }
         if ((spins & 1023) == 0) {
             unsigned long long now = globaltimer();
+            if (g.inactive != nullptr &&
+                *reinterpret_cast<volatile int *>(&g.inactive[source]) != 0) {
+                return 0;
+            }
             if (start == 0) {
                 start = now;
             } else if (now - start > g.timeout_ns) {
+                if (g.inactive != nullptr) {
+                    atomicExch(&g.inactive[source], 1);
+                }
                 report_error(g, kErrorTimeout);
                 return 0;
             }

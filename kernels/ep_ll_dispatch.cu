@@ -54,13 +54,16 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
         r.expert = h.idx[t * h.topk + lane];
         slot = h.route[t * h.topk + lane];
     }
+    // Slots and rank orders count every destination; a masked one just gets no message.
     const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
     const unsigned same = __match_any_sync(0xffffffffu, d);
     const bool first = d >= 0 && (same & lanemask_lt()) == 0;
-    r.msgs.lanes = __ballot_sync(0xffffffffu, first);
-    r.msgs.mine = first ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
+    const unsigned firsts = __ballot_sync(0xffffffffu, first);
+    const bool send = first && rank_live(g, d);
+    r.msgs.lanes = __ballot_sync(0xffffffffu, send);
+    r.msgs.mine = send ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
     r.order = 0;
-    for (unsigned rest = r.msgs.lanes; rest != 0; rest &= rest - 1) {
+    for (unsigned rest = firsts; rest != 0; rest &= rest - 1) {
         r.order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
     }
     return r;
@@ -196,6 +199,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     if (last_block(&g.state->dispatch_arrive)) {
         for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+            if (!rank_live(g, d)) {
+                continue;
+            }
             unsigned long long v = ((seq + 1) << 32) | (unsigned)h.send_count[d];
             st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0), v);
         }
@@ -213,7 +219,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < g.ranks * T;
          m += gridDim.x * blockDim.x) {
         const int s = m / T, i = m % T;
-        unsigned count = wait_signal(g, signal_at(self, g, parity, s, 0), (unsigned)(seq + 1));
+        unsigned count = wait_signal(g, signal_at(self, g, parity, s, 0), (unsigned)(seq + 1), s);
         count = min(count, (unsigned)T);
         if (i == 0) {
             h.recv_count[s] = (int)count;
@@ -256,7 +262,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             const int m = m0 + threadIdx.x;
             const int2 *entries = nullptr;
             int mine = 0, pos = 0, total = 0;
-            if (m < rows && m % T < h.recv_count[m / T]) {
+            if (m < rows && m % T < received(g, h, m / T)) {
                 entries = reinterpret_cast<const int2 *>(message_at(self, g, parity, m / T, m % T) +
                                                          NCCLX_EP_MSG_HEADER);
                 for (int k = 0; k < K; k++) {
@@ -314,7 +320,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     char *self = peer_base(g, g.rank);
     for (int u = warp; u < g.ranks * T * chunks; u += warps) {
         const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        if (i >= h.recv_count[s]) {
+        if (i >= received(g, h, s)) {
             continue;
         }
         const char *msg = message_at(self, g, parity, s, i);
@@ -350,8 +356,16 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             unpack_rank_major_meta(g, h, a, msg, m, lane);
         }
     }
-    if (last_block(&g.state->unpack_arrive) && threadIdx.x == 0) {
-        g.state->dispatch_seq = seq + 1;
+    if (last_block(&g.state->unpack_arrive)) {
+        // Rank-major counts were written while waiting; a source masked since then has none.
+        for (int s = threadIdx.x; s < g.ranks && !h.expert_major; s += blockDim.x) {
+            if (!rank_live(g, s)) {
+                a.out_counts[s] = 0;
+            }
+        }
+        if (threadIdx.x == 0) {
+            g.state->dispatch_seq = seq + 1;
+        }
     }
 }
 

@@ -57,7 +57,8 @@ extern "C" cudaError_t ncclx_kernels_load(void)
     cudaFuncAttributes attributes;
     // cudaFuncGetAttributes forces the module that holds the kernel to load.
     cudaError_t (*const loaders[])(void) = {ncclx_nccl_kernels_load, ncclx_ep_ll_route_load,
-                                            ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load};
+                                            ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load,
+                                            ncclx_ep_ll_mask_load};
     cudaError_t err = cudaFuncGetAttributes(&attributes, ncclxFillKernel);
     for (auto load : loaders) {
         err = err != cudaSuccess ? err : load();

@@ -10,6 +10,7 @@
 #include "context.h"
 #include "env.h"
 #include "ep_group.h"
+#include "ep_mask.h"
 #include "ep_tensor.h"
 #include "error.h"
 #include "gpu_check.h"
@@ -53,6 +54,10 @@ void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank
     d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
     d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
     d->timeout_ns = g->plan.timeout_ns;
+    d->inactive = r->mask != NCCLX_NO_REGION
+                      ? (int *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->mask)
+                      : NULL;
+    d->clean_barrier = r->clean_barrier;
     if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
         uint64_t ms = 0;
         /* Validated by ncclxEnvValidate at init: garbage never gets here. */
@@ -179,6 +184,7 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
     NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
     NCCLX_CHECK(ncclx_check_handle_config(g, &cfg));
+    NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleCreate"));
     NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
     h->group = g;
     h->index = index;
@@ -223,6 +229,7 @@ ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t h, const ncclxTensor_t *topk_i
                                   ncclxStream_t stream)
 {
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleUpdate"));
+    NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpHandleUpdate"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpHandleUpdate"));
     if (topk_idx == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleUpdate: topk_idx is NULL");
@@ -297,6 +304,7 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
     ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpDispatch"));
+    NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
                                     NCCLX_EP_DISPATCH_ARGS_SIZE_V1, "args"));
@@ -320,6 +328,7 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
     ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpCombine"));
+    NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpCombine"));
     if (!h->dispatched) {
         return NCCLX_ERROR(ncclxInvalidUsage,
@@ -345,6 +354,7 @@ out:
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
 {
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpComplete"));
+    NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpComplete"));
     if (h->pending == NCCLX_EP_PENDING_NONE) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpComplete: handle %u has no send_only "

@@ -55,6 +55,7 @@ typedef struct {
     size_t dispatch_recv; /* symmetric */
     size_t combine_recv;  /* symmetric */
     size_t signals;       /* symmetric */
+    size_t clean_barrier; /* symmetric, LL with enable_mask: mask clean's barrier slots */
     size_t state;         /* device */
     size_t mask;          /* device, LL with enable_mask */
     size_t handles;       /* device, num_handles * dims.handle_bytes */

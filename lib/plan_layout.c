@@ -66,7 +66,7 @@ static ncclxResult_t ncclx_product(size_t a, size_t b, size_t c, const char *nam
     return ncclxSuccess;
 }
 
-static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, int ll,
+static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, int ll, int mask,
                                                const ncclx_ep_dims_t *d,
                                                ncclx_ep_group_regions_t *r)
 {
@@ -80,7 +80,10 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine receive area", bytes, 1,
                               &r->combine_recv));
     NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
-    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals);
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals));
+    /* Never reset by a clean (it is the clean's own barrier): one generation per source. */
+    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "clean barrier",
+                         mask ? (size_t)d->ranks * sizeof(uint64_t) : 0, 1, &r->clean_barrier);
 }
 
 static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
@@ -90,7 +93,7 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     ncclx_ep_dims_t d;
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
-    NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, &d, r));
+    NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, ll && g->enable_mask, &d, r));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",

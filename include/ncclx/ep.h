@@ -189,6 +189,47 @@ ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
  */
 ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group);
 
+/*
+ * Active mask (LL groups planned with enable_mask).  Each rank keeps one entry per rank of
+ * the group, 1 = active, 0 = masked, in device memory reserved by the plan.  When a GPU wait
+ * for rank k runs past the group's timeout (ncclxEpGroupPlan_t.timeout_ns, or
+ * NCCLX_TIMEOUT_MS), the kernel masks k, sets NCCLX_EP_ERROR_TIMEOUT and finishes without k:
+ * k's tokens are not received (its counts are 0), tokens routed to k's experts contribute
+ * nothing to combine, nothing is read from k's slots, and later operations neither send to
+ * nor wait for k.  A rank whose own entry is 0 is out of the group: its operations exchange
+ * nothing.  Groups without masking also time out instead of hanging: the error bit is set and
+ * the next call on the group fails with ncclxTimeout (results are undefined from then on).
+ *
+ * All four calls below are refused (ncclxUnsupported / ncclxInvalidUsage) on HT groups and on
+ * groups planned without enable_mask.  Update and clean invalidate every handle's dispatch
+ * (combine again only after a new dispatch) and are refused while a send_only operation is in
+ * flight.
+ */
+
+/**
+ * Writes the mask (1 active, 0 masked) into mask: a device INT32 tensor [num_ranks].  Stream
+ * ordered, no allocation, no host synchronization: capturable in a CUDA graph.
+ */
+ncclxResult_t ncclxEpMaskQuery(ncclxEpGroup_t group, const ncclxTensor_t *mask,
+                               ncclxStream_t stream);
+
+/**
+ * Sets this rank's mask from host memory: num_ranks int32 values, each 0 or 1 (read during the
+ * call, applied in stream order).  Masking a rank on every rank makes the group skip it.
+ */
+ncclxResult_t ncclxEpMaskUpdate(ncclxEpGroup_t group, const int32_t *mask, uint32_t num_ranks,
+                                ncclxStream_t stream);
+
+/**
+ * Collective over the ranks that are to be active afterwards (a masked rank that wants back
+ * in calls it too): waits for every earlier operation of every rank, resets the receive
+ * signals and sequence numbers, sets every answering rank active, and returns every rank to
+ * the same epoch, so a delayed rank can rejoin the same communicator.  A rank that does not
+ * call it within the group's timeout stays masked (and NCCLX_EP_ERROR_TIMEOUT is set).  Does
+ * not clear the asynchronous error (ncclxEpClearAsyncError does).  Stream ordered.
+ */
+ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t group, ncclxStream_t stream);
+
 #define NCCLX_EP_ERROR_TIMEOUT    0x1u /**< a GPU wait ran past the group's timeout */
 #define NCCLX_EP_ERROR_BAD_EXPERT 0x2u /**< a topk_idx value outside [-1, num_experts) */
 

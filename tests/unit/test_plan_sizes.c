@@ -93,7 +93,8 @@ static void test_ll_deepseek_8_ranks(void **state)
      * Dispatch receive = 2 buffers * 8 ranks * 128 tokens * 14416 = 29523968.
      * Combine receive = 2 * 128 tokens * 8 slots (expert-major: top-k) * 14336 = 29360128.
      * Signals = 2 * 8 * 16 = 256.  All offsets are 256-aligned already. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull);
+    /* + the mask clean's barrier: 8 ranks * 8 bytes. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull + 64ull);
 
     /* Device: peer table 8 * 8 = 64 at 0; context scratch 256 at 256; state 256 at 512;
      * mask 8 * 4 = 32 at 768;
@@ -108,8 +109,8 @@ static void test_ll_deepseek_8_ranks(void **state)
     assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
     assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(4, 0));
     assert_int_equal(s.per_handle[NCCLX_MEM_HOST], sizeof(ncclx_ep_handle_t));
-    /* peer table, scratch, status, 3 symmetric + state + mask + handles + status + 3 host. */
-    assert_int_equal(s.num_regions, 13);
+    /* peer table, scratch, status, 4 symmetric + state + mask + handles + status + 3 host. */
+    assert_int_equal(s.num_regions, 14);
 }
 
 static void test_ll_scales_with_ranks(void **state)
@@ -121,7 +122,8 @@ static void test_ll_scales_with_ranks(void **state)
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
     /* 64 ranks on 8 nodes of 8: dispatch = 2 * 64 * 128 * 14416 = 236191744; combine and
      * signals as before except signals = 2 * 64 * 16 = 2048. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
+                     236191744ull + 29360128ull + 2048ull + 64ull * 8ull);
     /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
      * mask 64 * 4 = 256 at 768;
      * handle = 4096 + 4096 + 512 + 2 * 256 + 4 experts * 4 = 16 + recv_tok 64*128*4 = 32768
@@ -160,8 +162,10 @@ static void test_two_groups_and_m2n(void **state)
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
     /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
-     * size is a multiple of 256 except the staging, so the totals add up. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] +
+     * size is a multiple of 256 except the staging and the LL group's clean barrier (16 ranks *
+     * 8 = 128 bytes, padded to 256 before the HT group's regions), so the totals add up. */
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + 128 +
+                                                          only_ll.total[NCCLX_MEM_SYMMETRIC] +
                                                           only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: the context's peer table and scratch (512 bytes) once. */
     assert_int_equal(both.total[NCCLX_MEM_DEVICE],
@@ -191,7 +195,8 @@ static void test_quant_fwd_and_fp32_widen_slots(void **state)
      * Rank-major combine: min(2, 2) = 2 rows per token of 1024 * 4 (FP32) = 4096:
      * 2 * 4 * 2 * 4096 = 65536.  Signals 2 * 2 * 16 = 64. */
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 64ull);
+    /* + the clean barrier (2 * 8 bytes) at the next 256-byte boundary. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 16ull);
 }
 
 static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
