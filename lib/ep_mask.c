@@ -93,6 +93,9 @@ ncclxResult_t ncclxEpMaskQuery(ncclxEpGroup_t g, const ncclxTensor_t *mask, nccl
 {
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_mask_check(g, "ncclxEpMaskQuery"));
+    if (mask == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpMaskQuery: mask is NULL");
+    }
     const int64_t shape[1] = {g->dims.ranks};
     NCCLX_CHECK(ncclx_tensor_check(mask, "ncclxEpMaskQuery: mask", NCCLX_DTYPE_BIT(NCCLX_INT32), 1,
                                    shape, "[num_ranks]"));

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Host side of LL active masks on the CPU: which groups accept mask calls, argument checks
+ * of query and update, the quiet-group rule and handle invalidation of update and clean, and
+ * the error a group without a mask returns after a GPU wait timed out.  Groups and handles
+ * are built from a plan without a GPU; every call here is refused before any CUDA call.
+ */
+#include "ncclx_test.h"
+
+#include "ep_group.h"
+#include "ep_mask.h"
+
+enum { R = 4, E = 16, T = 8, K = 2, H = 256, HANDLES = 3 };
+
+typedef struct {
+    ncclx_ep_group_t group;
+    ncclx_ep_handle_t handles[HANDLES];
+    unsigned char bookkeeping[256];
+    volatile uint32_t status;
+} fixture_t;
+
+static void make_fixture(fixture_t *f, uint32_t algorithm, uint32_t enable_mask)
+{
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    ncclxEpGroupPlan_t g = NCCLX_EP_GROUP_PLAN_INIT;
+    memset(f, 0, sizeof(*f));
+    assert_true(ncclx_pool_bookkeeping_bytes(HANDLES) <= sizeof(f->bookkeeping));
+    team.num_ranks = team.lsa_size = R;
+    g.algorithm = algorithm;
+    g.enable_mask = enable_mask;
+    g.num_experts = E;
+    g.max_topk = K;
+    g.hidden = H;
+    g.max_token_bytes = H * 2;
+    g.max_dispatch_tokens_per_rank = T;
+    g.num_handles = HANDLES;
+    f->group.plan = g;
+    f->group.index = 2;
+    assert_ncclx_ok(ncclx_ep_dims_compute(&g, &team, 0, &f->group.dims));
+    ncclx_pool_init(&f->group.handles, "EP group 2 handles", "raise num_handles", f->handles,
+                    sizeof(f->handles[0]), HANDLES, f->bookkeeping);
+    f->group.status = &f->status;
+}
+
+static void test_only_ll_groups_with_a_mask(void **state)
+{
+    (void)state;
+    fixture_t f;
+    const int32_t all[R] = {1, 1, 1, 1};
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    assert_ncclx_ok(ncclx_ep_mask_check(&f.group, "ncclxEpMaskQuery"));
+
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 0);
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, NULL, NULL), ncclxInvalidUsage,
+                       "ncclxEpMaskQuery: EP group 2 was planned without an active mask");
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, all, R, NULL), ncclxInvalidUsage, "enable_mask");
+    assert_ncclx_error(ncclxEpMaskClean(&f.group, NULL), ncclxInvalidUsage,
+                       "ncclxEpMaskClean: EP group 2 was planned without");
+
+    make_fixture(&f, NCCLX_EP_ALGO_HT, 1);
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, NULL, NULL), ncclxUnsupported,
+                       "EP group 2 is HT; active masks are an LL feature");
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, all, R, NULL), ncclxUnsupported, "is HT");
+    assert_ncclx_error(ncclxEpMaskClean(&f.group, NULL), ncclxUnsupported, "is HT");
+
+    assert_ncclx_error(ncclxEpMaskQuery(NULL, NULL, NULL), ncclxInvalidArgument,
+                       "ncclxEpMaskQuery: group is NULL");
+    assert_ncclx_error(ncclxEpMaskUpdate(NULL, all, R, NULL), ncclxInvalidArgument,
+                       "group is NULL");
+    assert_ncclx_error(ncclxEpMaskClean(NULL, NULL), ncclxInvalidArgument, "group is NULL");
+}
+
+static void test_query_tensor_checked(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclxTensor_t t = {(void *)(uintptr_t)0x10000, NCCLX_INT32, 1, {R, 0, 0, 0}};
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, NULL, NULL), ncclxInvalidArgument,
+                       "ncclxEpMaskQuery: mask");
+    t.dtype = NCCLX_INT64;
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, &t, NULL), ncclxInvalidArgument,
+                       "ncclxEpMaskQuery: mask");
+    t.dtype = NCCLX_INT32;
+    t.shape[0] = R + 1;
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, &t, NULL), ncclxInvalidArgument, "[num_ranks]");
+    t.shape[0] = R;
+    t.ndim = 2;
+    t.shape[1] = 1;
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, &t, NULL), ncclxInvalidArgument, "mask");
+    t.ndim = 1;
+    t.data = NULL;
+    assert_ncclx_error(ncclxEpMaskQuery(&f.group, &t, NULL), ncclxInvalidArgument, "mask");
+}
+
+static void test_update_values_checked(void **state)
+{
+    (void)state;
+    fixture_t f;
+    int32_t mask[R] = {1, 0, 1, 1};
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    assert_ncclx_ok(ncclx_ep_mask_values_check(&f.group, mask, R));
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, NULL, R, NULL), ncclxInvalidArgument,
+                       "ncclxEpMaskUpdate: mask is NULL");
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, mask, R - 1, NULL), ncclxInvalidArgument,
+                       "num_ranks=3 but EP group 2 has 4 ranks");
+    mask[2] = 2;
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, mask, R, NULL), ncclxInvalidArgument,
+                       "mask[2]=2");
+    mask[2] = -1;
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, mask, R, NULL), ncclxInvalidArgument,
+                       "mask[2]=-1");
+}
+
+static void test_changes_need_a_quiet_group_and_void_dispatches(void **state)
+{
+    (void)state;
+    fixture_t f;
+    void *a = NULL, *b = NULL, *c = NULL;
+    uint32_t ia, ib, ic;
+    const int32_t all[R] = {1, 1, 1, 1};
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    assert_ncclx_ok(ncclx_pool_acquire(&f.group.handles, &a, &ia));
+    assert_ncclx_ok(ncclx_pool_acquire(&f.group.handles, &b, &ib));
+    assert_ncclx_ok(ncclx_pool_acquire(&f.group.handles, &c, &ic));
+    ((ncclx_ep_handle_t *)a)->dispatched = 1;
+    ((ncclx_ep_handle_t *)b)->dispatched = 1;
+    ((ncclx_ep_handle_t *)b)->index = ib;
+    assert_ncclx_ok(ncclx_pool_release(&f.group.handles, c));
+    ((ncclx_ep_handle_t *)c)->dispatched = 1; /* a released slot: left alone */
+
+    /* A send_only operation in flight: update and clean are refused, nothing changes. */
+    f.group.send_in_flight = b;
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, all, R, NULL), ncclxInvalidUsage,
+                       "ncclxEpMaskUpdate: a send_only operation of handle 1 is in flight");
+    assert_ncclx_error(ncclxEpMaskClean(&f.group, NULL), ncclxInvalidUsage,
+                       "ncclxEpMaskClean: a send_only operation");
+    assert_int_equal(((ncclx_ep_handle_t *)a)->dispatched, 1);
+    f.group.send_in_flight = NULL;
+    assert_ncclx_ok(ncclx_ep_mask_change_check(&f.group, "ncclxEpMaskClean"));
+
+    ncclx_ep_mask_changed(&f.group);
+    assert_int_equal(((ncclx_ep_handle_t *)a)->dispatched, 0);
+    assert_int_equal(((ncclx_ep_handle_t *)b)->dispatched, 0);
+    assert_int_equal(((ncclx_ep_handle_t *)c)->dispatched, 1);
+}
+
+static void test_timeout_without_mask_fails_next_call(void **state)
+{
+    (void)state;
+    fixture_t f;
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 0);
+    assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpDispatch"));
+    f.status = NCCLX_EP_ERROR_BAD_EXPERT; /* reported, but the group still works */
+    assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpDispatch"));
+    f.status = NCCLX_EP_ERROR_TIMEOUT | NCCLX_EP_ERROR_BAD_EXPERT;
+    assert_ncclx_error(ncclx_ep_async_check(&f.group, "ncclxEpCombine"), ncclxTimeout,
+                       "ncclxEpCombine: a GPU wait of an earlier operation in EP group 2 timed "
+                       "out (asynchronous error 0x3)");
+    f.status = 0; /* what ncclxEpClearAsyncError leaves */
+    assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpCombine"));
+
+    /* With a mask the group carries on without the late rank. */
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    f.status = NCCLX_EP_ERROR_TIMEOUT;
+    assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpDispatch"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_only_ll_groups_with_a_mask),
+        cmocka_unit_test(test_query_tensor_checked),
+        cmocka_unit_test(test_update_values_checked),
+        cmocka_unit_test(test_changes_need_a_quiet_group_and_void_dispatches),
+        cmocka_unit_test(test_timeout_without_mask_fails_next_call),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
