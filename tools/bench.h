@@ -29,6 +29,7 @@ typedef struct {
     uint32_t device;    /* CUDA device of a loopback team */
     int graph, check, sweep;
     int no_gate; /* enqueue timed work without holding it behind the gate */
+    int mask;    /* plan the group with an active mask (fault tolerance on) */
     uint64_t seed;
 } bench_options_t;
 

@@ -61,6 +61,7 @@ static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
     g->max_dispatch_tokens_per_rank = o->tokens;
     g->num_handles = 1;
     g->sm_budget = o->sm_budget;
+    g->enable_mask = o->mask != 0;
     /* Ranks of a communicator may start an operation seconds apart (host-side checks, a
      * busy node); a loopback team starts together, and a lost signal should fail fast. */
     g->timeout_ns = (uint64_t)(o->timeout_s != 0 ? o->timeout_s

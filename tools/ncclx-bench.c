@@ -44,6 +44,8 @@ static void usage(FILE *out)
             "                      docs/performance.md)\n"
             "  --timeout S         GPU wait timeout in seconds (10 loopback, 60 with --comm)\n"
             "  --sm-budget N       blocks per data-moving kernel (default: the library's)\n"
+            "  --mask              plan the group with an active mask (the fault-tolerant\n"
+            "                      path: every wait and send checks the mask)\n"
             "  --help\n");
 }
 
@@ -182,13 +184,14 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'}, {"check", 0, NULL, 'c'},
         {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},   {"timeout", 1, NULL, 'T'},
         {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},   {"sm-budget", 1, NULL, 'B'},
-        {NULL, 0, NULL, 0}};
+        {"mask", 0, NULL, 'M'},    {NULL, 0, NULL, 0}};
     int c, tokens_given = 0, ok = 1;
     while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             exit(0);
-        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G') {
+        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M') {
+            o->mask |= c == 'M';
             o->graph |= c == 'g';
             o->check |= c == 'c';
             o->sweep |= c == 'S';

@@ -106,7 +106,9 @@ static void fill_routing(ep_run_t *run, const ep_routing_t *rt, uint32_t r)
     }
     for (size_t i = 0; i < (size_t)T * K; i++) {
         int64_t e = b->idx[i];
-        b->ref_idx[i] = e >= 0 && e < (int64_t)run->c.experts ? e : -1;
+        const int valid = e >= 0 && e < (int64_t)run->c.experts;
+        const int64_t owner = valid ? e / (int64_t)(run->c.experts / run->team->ranks) : 0;
+        b->ref_idx[i] = valid && !((run->masked >> owner) & 1u) ? e : -1;
         if (run->k.idx_dtype == NCCLX_INT64) {
             ((int64_t *)b->idx_upload)[i] = e;
         } else {
@@ -197,7 +199,7 @@ static void reference(ep_run_t *run)
     char why[256];
     for (uint32_t r = 0; r < R; r++) {
         ep_rank_t *b = &run->r[r];
-        in[r].num_tokens = b->num_tokens;
+        in[r].num_tokens = (run->masked >> r) & 1u ? 0 : b->num_tokens;
         in[r].topk_idx = b->ref_idx;
         in[r].topk_weights = b->weights;
         in[r].tokens = b->tokens;

@@ -415,6 +415,9 @@ void ep_run_poison_dispatch(const ep_run_t *run)
     const ep_team_t *t = run->team;
     const size_t rows = run->out_rows, K = run->c.topk;
     for (uint32_t r = 0; r < t->ranks; r++) {
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
         const ep_rank_t *b = &run->r[r];
         cudaStream_t s = t->stream[r];
         assert_cuda_ok(cudaMemsetAsync(b->d_out_tokens, 0xff, rows * run->out_row, s));
@@ -430,6 +433,9 @@ void ep_run_poison_combine(const ep_run_t *run)
 {
     const ep_team_t *t = run->team;
     for (uint32_t r = 0; r < t->ranks; r++) {
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
         assert_cuda_ok(cudaMemsetAsync(run->r[r].d_out, 0xff, run->c.max_tokens * run->combine_row,
                                        t->stream[r]));
     }
@@ -439,6 +445,9 @@ void ep_run_enqueue_dispatch(ep_run_t *run, uint32_t send_only)
 {
     const ep_team_t *t = run->team;
     for (uint32_t r = 0; r < t->ranks; r++) {
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
         ncclxEpDispatchArgs_t a = ep_dispatch_args(run, r, send_only);
         assert_ncclx_ok(ncclxEpDispatch(run->handle[r], &a, t->stream[r]));
     }
@@ -448,6 +457,9 @@ void ep_run_enqueue_combine(ep_run_t *run, uint32_t send_only)
 {
     const ep_team_t *t = run->team;
     for (uint32_t r = 0; r < t->ranks; r++) {
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
         ncclxEpCombineArgs_t a = ep_combine_args(run, r, send_only);
         assert_ncclx_ok(ncclxEpCombine(run->handle[r], &a, t->stream[r]));
     }
@@ -457,6 +469,9 @@ void ep_run_enqueue_complete(ep_run_t *run)
 {
     const ep_team_t *t = run->team;
     for (uint32_t r = 0; r < t->ranks; r++) {
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
         assert_ncclx_ok(ncclxEpComplete(run->handle[r], t->stream[r]));
     }
 }

@@ -125,6 +125,10 @@ typedef struct {
     size_t in_row, scale_row, out_rows, out_row, out_scale_row, counts, combine_row;
     ncclxEpHandle_t handle[EP_MAX_RANKS];
     int own_handles; /* 0: the handles are borrowed from another run (ep_run_share) */
+    /* Active-mask tests.  masked (set before ep_run_fill): bit r: the reference runs without
+     * rank r (no tokens from it, entries routed to its experts count as -1) and checks skip
+     * it.  absent: bit r: rank r enqueues nothing (a dead rank); poison skips it too. */
+    uint32_t masked, absent;
     ep_rank_t r[EP_MAX_RANKS];
 } ep_run_t;
 
