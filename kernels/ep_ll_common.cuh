@@ -211,6 +211,20 @@ __device__ __forceinline__ void store_from_double(void *p, size_t i, double v, i
     }
 }
 
+// Loads the modules of n kernels now (cudaFuncGetAttributes forces the load), so that no
+// later launch, possibly inside a graph capture, pays for it.
+inline cudaError_t load_kernels(const void *const *kernels, int n)
+{
+    cudaFuncAttributes attr;
+    for (int i = 0; i < n; i++) {
+        cudaError_t err = cudaFuncGetAttributes(&attr, kernels[i]);
+        if (err != cudaSuccess) {
+            return err;
+        }
+    }
+    return cudaSuccess;
+}
+
 } // namespace ncclx
 
 #endif /* NCCLX_KERNELS_EP_LL_COMMON_CUH_ */

@@ -399,16 +399,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
 
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
 {
-    cudaFuncAttributes attr;
-    const void *kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
-                             reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
-                             reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
-                             reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
-    for (const void *k : kernels) {
-        cudaError_t err = cudaFuncGetAttributes(&attr, k);
-        if (err != cudaSuccess) {
-            return err;
-        }
-    }
-    return cudaSuccess;
+    const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
+                                   reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
+                                   reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
+                                   reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -144,15 +144,8 @@ extern "C" cudaError_t ncclx_ep_ll_launch_mask_clean(const ncclx_ep_ll_group_des
 
 extern "C" cudaError_t ncclx_ep_ll_mask_load(void)
 {
-    cudaFuncAttributes attr;
-    const void *kernels[] = {reinterpret_cast<const void *>(ncclx::mask_query_kernel),
-                             reinterpret_cast<const void *>(ncclx::mask_update_kernel),
-                             reinterpret_cast<const void *>(ncclx::mask_clean_kernel)};
-    for (const void *k : kernels) {
-        cudaError_t err = cudaFuncGetAttributes(&attr, k);
-        if (err != cudaSuccess) {
-            return err;
-        }
-    }
-    return cudaSuccess;
+    const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::mask_query_kernel),
+                                   reinterpret_cast<const void *>(ncclx::mask_update_kernel),
+                                   reinterpret_cast<const void *>(ncclx::mask_clean_kernel)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

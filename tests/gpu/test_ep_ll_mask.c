@@ -77,6 +77,26 @@ static void expect_async(const ep_team_t *t, uint32_t who, uint32_t want)
     }
 }
 
+/* Buffers for case k on team t, allocation counting armed, first data, handles created. */
+static void start_run(ep_run_t *run, ep_team_t *t, const ep_case_t *k)
+{
+    ep_routing_t rt = ep_routing_default();
+    ep_run_alloc(run, t, k);
+    ep_alloc_arm();
+    ep_run_fill(run, &rt);
+    ep_run_create(run);
+    ep_team_sync(t);
+}
+
+/* Handles destroyed, nothing allocated since start_run, buffers freed. */
+static void finish_run(ep_run_t *run, ep_team_t *t, const char *where)
+{
+    ep_run_destroy(run);
+    ep_team_sync_only(t);
+    ep_alloc_assert_none(where);
+    ep_run_free(run);
+}
+
 /* Fresh data for `masked` (reference without those ranks), rerouted handles. */
 static void refill(ep_run_t *run, uint32_t masked, uint32_t absent)
 {
@@ -140,14 +160,7 @@ static void dead_rank_cycles(uint32_t ranks, uint64_t timeout_ms, const ep_case_
     const uint32_t all = (1u << ranks) - 1;
     open_team(&t, ranks, timeout_ms, 1);
     alloc_masks(&t, d_mask);
-    ep_run_alloc(&run, &t, k);
-    ep_alloc_arm();
-    {
-        ep_routing_t rt = ep_routing_default();
-        ep_run_fill(&run, &rt);
-    }
-    ep_run_create(&run);
-    ep_team_sync(&t);
+    start_run(&run, &t, k);
     iterate(&run);
     for (int cycle = 0; cycle < 3; cycle++) {
         const uint32_t dead = ep_rand_below(ranks), bit = 1u << dead;
@@ -183,10 +196,7 @@ static void dead_rank_cycles(uint32_t ranks, uint64_t timeout_ms, const ep_case_
             ep_team_assert_no_async_error(&t);
         }
     }
-    ep_run_destroy(&run);
-    ep_team_sync_only(&t);
-    ep_alloc_assert_none("dead rank cycles");
-    ep_run_free(&run);
+    finish_run(&run, &t, "dead rank cycles");
     free_masks(&t, d_mask);
     ep_team_close(&t);
 }
@@ -218,14 +228,7 @@ static void test_slow_rank(void **state)
     open_team(&t, 4, 5000, 1);
     alloc_masks(&t, d_mask);
     for (int l = 0; l < 2; l++) {
-        ep_run_alloc(&run, &t, l == 0 ? &em_case : &rm_case);
-        ep_alloc_arm();
-        {
-            ep_routing_t rt = ep_routing_default();
-            ep_run_fill(&run, &rt);
-        }
-        ep_run_create(&run);
-        ep_team_sync(&t);
+        start_run(&run, &t, l == 0 ? &em_case : &rm_case);
         const uint32_t slow = ep_rand_below(4);
         ep_run_poison_dispatch(&run);
         ep_run_poison_combine(&run);
@@ -243,10 +246,7 @@ static void test_slow_rank(void **state)
         ep_run_check_dispatch(&run);
         ep_run_check_combine(&run);
         expect_mask(&t, d_mask, 0xf, 0);
-        ep_run_destroy(&run);
-        ep_team_sync_only(&t);
-        ep_alloc_assert_none("slow rank");
-        ep_run_free(&run);
+        finish_run(&run, &t, "slow rank");
     }
     free_masks(&t, d_mask);
     ep_team_close(&t);
@@ -264,14 +264,7 @@ static void test_update_by_hand(void **state)
     ep_rng_reset("update_by_hand");
     open_team(&t, 4, 5000, 1);
     alloc_masks(&t, d_mask);
-    ep_run_alloc(&run, &t, &em_case);
-    ep_alloc_arm();
-    {
-        ep_routing_t rt = ep_routing_default();
-        ep_run_fill(&run, &rt);
-    }
-    ep_run_create(&run);
-    ep_team_sync(&t);
+    start_run(&run, &t, &em_case);
     const uint32_t k = ep_rand_below(4);
     for (uint32_t r = 0; r < 4; r++) {
         host_mask[r] = r == k ? 0 : 1;
@@ -299,10 +292,7 @@ static void test_update_by_hand(void **state)
     refill(&run, 0, 0);
     iterate(&run);
     ep_team_assert_no_async_error(&t);
-    ep_run_destroy(&run);
-    ep_team_sync_only(&t);
-    ep_alloc_assert_none("update by hand");
-    ep_run_free(&run);
+    finish_run(&run, &t, "update by hand");
     free_masks(&t, d_mask);
     ep_team_close(&t);
 }
@@ -354,14 +344,7 @@ static void test_no_mask_group(void **state)
     (void)state;
     ep_rng_reset("no_mask_group");
     open_team(&t, 2, 100, 0);
-    ep_run_alloc(&run, &t, &em_case);
-    ep_alloc_arm();
-    {
-        ep_routing_t rt = ep_routing_default();
-        ep_run_fill(&run, &rt);
-    }
-    ep_run_create(&run);
-    ep_team_sync(&t);
+    start_run(&run, &t, &em_case);
     assert_ncclx_error(ncclxEpMaskUpdate(t.group[0], all, 2, t.stream[0]), ncclxInvalidUsage,
                        "without an active mask");
     assert_ncclx_error(ncclxEpMaskClean(t.group[0], t.stream[0]), ncclxInvalidUsage,
@@ -377,10 +360,7 @@ static void test_no_mask_group(void **state)
                        "has no active mask");
     assert_ncclx_ok(ncclxEpClearAsyncError(t.group[0]));
     expect_async(&t, 3, 0);
-    ep_run_destroy(&run);
-    ep_team_sync_only(&t);
-    ep_alloc_assert_none("no mask group");
-    ep_run_free(&run);
+    finish_run(&run, &t, "no mask group");
     ep_team_close(&t);
 }
 
