@@ -28,8 +28,9 @@ typedef struct {
     uint32_t sm_budget; /* blocks per data-moving kernel (0: the library's default) */
     uint32_t device;    /* CUDA device of a loopback team */
     int graph, check, sweep;
-    int no_gate; /* enqueue timed work without holding it behind the gate */
-    int mask;    /* plan the group with an active mask (fault tolerance on) */
+    int no_gate;   /* enqueue timed work without holding it behind the gate */
+    int mask;      /* plan the group with an active mask (fault tolerance on) */
+    int peer_copy; /* roofline: a copy to the next GPU (cudaMemcpyPeerAsync) */
     uint64_t seed;
 } bench_options_t;
 
@@ -119,6 +120,7 @@ typedef struct {
     cudaStream_t timer;        /* common start of every timed operation */
     void *copy_src, *copy_dst; /* roofline copies */
     size_t copy_bytes;
+    int copy_device; /* the device of copy_dst (the next GPU with --peer-copy) */
 } bench_team_t;
 
 /* Prints the failing call and the library's or CUDA's message; returns -1. */

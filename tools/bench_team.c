@@ -118,6 +118,32 @@ static int bench_alloc(void **p, size_t bytes, uint32_t rank)
     return 0;
 }
 
+/* The roofline's destination: on this GPU, or with --peer-copy on the next visible one (peer
+ * access enabled, so the copy goes over the GPUs' link: NVLink where there is one). */
+static int bench_copy_target(bench_team_t *t)
+{
+    int count = 1, rc;
+    t->copy_device = t->cuda_device;
+    if (t->o.peer_copy) {
+        BENCH_CUDA(cudaGetDeviceCount(&count), "cudaGetDeviceCount", -1);
+        t->copy_device = (t->cuda_device + 1) % count;
+    }
+    if (t->copy_device == t->cuda_device) {
+        return bench_alloc(&t->copy_dst, t->copy_bytes, 0);
+    }
+    BENCH_CUDA(cudaSetDevice(t->copy_device), "cudaSetDevice (peer)", -1);
+    rc = bench_alloc(&t->copy_dst, t->copy_bytes, 0);
+    BENCH_CUDA(cudaSetDevice(t->cuda_device), "cudaSetDevice", -1);
+    if (rc == 0) {
+        cudaError_t err = cudaDeviceEnablePeerAccess(t->copy_device, 0);
+        if (err != cudaSuccess && err != cudaErrorPeerAccessAlreadyEnabled) {
+            return bench_fail_cuda(err, "cudaDeviceEnablePeerAccess", -1);
+        }
+        (void)cudaGetLastError();
+    }
+    return rc;
+}
+
 static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
 {
     const bench_options_t *o = &t->o;
@@ -175,8 +201,7 @@ int bench_team_create(const bench_options_t *o, bench_team_t *t)
     /* Roofline copies: the largest payload of every local rank (combine, all entries valid). */
     t->copy_bytes =
         (size_t)t->nlocal * o->tokens * o->topk * o->hidden * bench_dtype_size(o->dtype);
-    if (bench_alloc(&t->copy_src, t->copy_bytes, 0) != 0 ||
-        bench_alloc(&t->copy_dst, t->copy_bytes, 0) != 0) {
+    if (bench_alloc(&t->copy_src, t->copy_bytes, 0) != 0 || bench_copy_target(t) != 0) {
         goto err_destroy;
     }
     /* The zero fills ran on the legacy stream, which the ranks' streams do not wait for. */

@@ -214,8 +214,8 @@ static int bench_copy_chunk(bench_team_t *t, bench_events_t *ev, size_t bytes, u
     for (uint32_t s = 0; s < n && rc == 0; s++) {
         cudaError_t err = cudaEventRecord(ev->start[s][0], t->timer);
         if (err == cudaSuccess) {
-            err = cudaMemcpyAsync(t->copy_dst, t->copy_src, bytes, cudaMemcpyDeviceToDevice,
-                                  t->timer);
+            err = cudaMemcpyPeerAsync(t->copy_dst, t->copy_device, t->copy_src, t->cuda_device,
+                                      bytes, t->timer);
         }
         if (err == cudaSuccess) {
             err = cudaEventRecord(ev->start[s][1], t->timer);

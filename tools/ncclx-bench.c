@@ -44,6 +44,8 @@ static void usage(FILE *out)
             "                      docs/performance.md)\n"
             "  --timeout S         GPU wait timeout in seconds (10 loopback, 60 with --comm)\n"
             "  --sm-budget N       blocks per data-moving kernel (default: the library's)\n"
+            "  --peer-copy         roofline: copy to the next GPU (cudaMemcpyPeerAsync, over\n"
+            "                      NVLink where there is one) instead of within this GPU\n"
             "  --mask              plan the group with an active mask (the fault-tolerant\n"
             "                      path: every wait and send checks the mask)\n"
             "  --help\n");
@@ -177,21 +179,22 @@ static int check_options(bench_options_t *o, int tokens_given)
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
     static const struct option longopts[] = {
-        {"algo", 1, NULL, 'a'},    {"layout", 1, NULL, 'l'}, {"tokens", 1, NULL, 't'},
-        {"hidden", 1, NULL, 'H'},  {"topk", 1, NULL, 'k'},   {"experts", 1, NULL, 'e'},
-        {"dtype", 1, NULL, 'd'},   {"recipe", 1, NULL, 'r'}, {"iters", 1, NULL, 'i'},
-        {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},  {"loopback", 1, NULL, 'L'},
-        {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'}, {"check", 0, NULL, 'c'},
-        {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},   {"timeout", 1, NULL, 'T'},
-        {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},   {"sm-budget", 1, NULL, 'B'},
-        {"mask", 0, NULL, 'M'},    {NULL, 0, NULL, 0}};
+        {"algo", 1, NULL, 'a'},    {"layout", 1, NULL, 'l'},    {"tokens", 1, NULL, 't'},
+        {"hidden", 1, NULL, 'H'},  {"topk", 1, NULL, 'k'},      {"experts", 1, NULL, 'e'},
+        {"dtype", 1, NULL, 'd'},   {"recipe", 1, NULL, 'r'},    {"iters", 1, NULL, 'i'},
+        {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},     {"loopback", 1, NULL, 'L'},
+        {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},    {"check", 0, NULL, 'c'},
+        {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},      {"timeout", 1, NULL, 'T'},
+        {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},      {"sm-budget", 1, NULL, 'B'},
+        {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'}, {NULL, 0, NULL, 0}};
     int c, tokens_given = 0, ok = 1;
     while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             exit(0);
-        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M') {
+        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M' || c == 'P') {
             o->mask |= c == 'M';
+            o->peer_copy |= c == 'P';
             o->graph |= c == 'g';
             o->check |= c == 'c';
             o->sweep |= c == 'S';
@@ -250,8 +253,14 @@ static void print_header(const bench_team_t *t)
            o->iters, o->no_gate ? " (no gate: includes host launch gaps)" : "");
     printf("# bytes per rank: valid top-k entries x hidden x element bytes (FP8: 1 + 4/128); "
            "GB/s = bytes / median\n");
-    printf("# %%roof = time of a device-to-device cudaMemcpyAsync of the %s bytes / median\n",
-           t->nlocal > 1 ? "team's (ranks x bytes)" : "rank's");
+    if (t->copy_device != t->cuda_device) {
+        printf("# %%roof = time of a cudaMemcpyPeerAsync of the rank's bytes from GPU %d to GPU "
+               "%d / median\n",
+               t->cuda_device, t->copy_device);
+    } else {
+        printf("# %%roof = time of a device-to-device copy of the %s bytes / median\n",
+               t->nlocal > 1 ? "team's (ranks x bytes)" : "rank's");
+    }
     printf("#\n#%42s%58s\n", "dispatch", "combine");
     printf("# %6s  %12s %9s %9s %9s %8s %6s  %12s %9s %9s %9s %8s %6s  %7s\n", "tokens", "bytes",
            "med_us", "min_us", "max_us", "GB/s", "%roof", "bytes", "med_us", "min_us", "max_us",
