@@ -21,7 +21,7 @@ export CUDA_DEVICE_MAX_CONNECTIONS=32
 status=0
 launch() {
     timeout 600 mpirun --allow-run-as-root --oversubscribe -n "$n" --bind-to none \
-        -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x CUDA_DEVICE_MAX_CONNECTIONS "$@"
+        -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x CUDA_DEVICE_MAX_CONNECTIONS "$@" </dev/null
 }
 nvidia-smi topo -m >"$log_dir/topo.txt" 2>&1
 launch "$build/tools/ncclx-info" >"$log_dir/ncclx-info.txt" 2>&1 || status=1
