@@ -205,6 +205,13 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
                                        BIT(NCCLX_FLOAT32), 2, w_shape, "[num_tokens, topk]"));
         d.topk_weights = a->topk_weights.data;
     }
+    /* Combine moves rows in 16-byte pieces (as dispatch does). */
+    if (ncclx_tensor_row_bytes(&a->expert_out) % 16 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->expert_out rows of %llu bytes (hidden=%u) are "
+                           "not 16-byte multiples",
+                           (unsigned long long)ncclx_tensor_row_bytes(&a->expert_out), p->hidden);
+    }
     d.expert_out = a->expert_out.data;
     d.out = a->out.data;
     d.dtype = (int)a->expert_out.dtype;

@@ -145,7 +145,8 @@ typedef struct {
     NCCLX_STRUCT_HEADER;
     uint32_t send_only; /**< 1: only send; ncclxEpComplete receives and reduces */
     uint32_t reserved0;
-    ncclxTensor_t expert_out;   /**< same shape as the dispatch's out_tokens; BF16/FP16/FP32 */
+    ncclxTensor_t expert_out;   /**< same shape as the dispatch's out_tokens; BF16/FP16/FP32;
+                                     rows are 16-byte multiples (hidden x element bytes) */
     ncclxTensor_t topk_weights; /**< EXPERT_MAJOR: [num_tokens, K] FLOAT32 */
     ncclxTensor_t out;          /**< [num_tokens, hidden], expert_out's dtype */
 } ncclxEpCombineArgs_t;

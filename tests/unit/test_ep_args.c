@@ -266,6 +266,26 @@ static void test_broken_combine_fields(void **state)
     assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
 }
 
+/* Combine moves 16-byte pieces: a hidden whose BF16 rows are not 16-byte multiples (an FP32
+ * token plan with hidden = 20: 80-byte token rows, 40-byte BF16 expert rows) is refused. */
+static void test_combine_rows_16_byte_multiples(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_combine_desc_t c;
+    make_fixture(&f, NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+    f.group.plan.hidden = 20;
+    f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_FLOAT32);
+    ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
+    a.expert_out = tensor(1, NCCLX_BFLOAT16, 3, E / R, R * T, 20);
+    a.out = tensor(2, NCCLX_BFLOAT16, 2, T, 20, 0);
+    a.topk_weights = tensor(3, NCCLX_FLOAT32, 2, T, K, 0);
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &c), ncclxInvalidArgument,
+                       "args->expert_out rows of 40 bytes (hidden=20) are not 16-byte multiples");
+    a.expert_out.dtype = a.out.dtype = NCCLX_FLOAT32; /* 80-byte rows */
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+}
+
 static void test_zero_tokens_accept_null_data(void **state)
 {
     (void)state;
@@ -287,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_quant_fwd_bounds),
         cmocka_unit_test(test_each_broken_dispatch_field),
         cmocka_unit_test(test_broken_combine_fields),
+        cmocka_unit_test(test_combine_rows_16_byte_multiples),
         cmocka_unit_test(test_zero_tokens_accept_null_data),
     };
     return cmocka_run_group_tests_name("ep_args", tests, NULL, NULL);
