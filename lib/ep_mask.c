@@ -113,9 +113,11 @@ ncclxResult_t ncclxEpMaskUpdate(ncclxEpGroup_t g, const int32_t *mask, uint32_t 
     NCCLX_CHECK(ncclx_ep_mask_check(g, "ncclxEpMaskUpdate"));
     NCCLX_CHECK(ncclx_ep_mask_values_check(g, mask, num_ranks));
     NCCLX_CHECK(ncclx_ep_mask_change_check(g, "ncclxEpMaskUpdate"));
+    /* Before the launches: a failure after the first of several (over 1024 ranks) has already
+     * changed part of the mask. */
+    ncclx_ep_mask_changed(g);
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_update(&g->desc, mask, (cudaStream_t)stream), res,
                           out);
-    ncclx_ep_mask_changed(g);
 out:
     return res;
 }
@@ -125,8 +127,8 @@ ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t g, ncclxStream_t stream)
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_mask_check(g, "ncclxEpMaskClean"));
     NCCLX_CHECK(ncclx_ep_mask_change_check(g, "ncclxEpMaskClean"));
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_clean(&g->desc, (cudaStream_t)stream), res, out);
     ncclx_ep_mask_changed(g);
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_clean(&g->desc, (cudaStream_t)stream), res, out);
 out:
     return res;
 }
