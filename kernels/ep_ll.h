@@ -37,8 +37,7 @@ typedef struct {
     unsigned int combine_arrive;
     unsigned int unpack_arrive;
     unsigned int reduce_arrive;
-    unsigned int error; /* NCCLX_EP_ERROR_* bits, also mirrored to the mapped status */
-    unsigned int mask_arrive;
+    unsigned int error;             /* NCCLX_EP_ERROR_* bits, also mirrored to the mapped status */
     unsigned long long clean_epoch; /* mask cleans completed (the clean barrier's generation) */
 } ncclx_ep_dev_state_t;
 

@@ -143,12 +143,8 @@ __device__ __forceinline__ unsigned token_rows(const ncclx_ep_ll_group_desc_t &g
     if (h.expert_major) {
         return __ballot_sync(0xffffffffu, d >= 0 && rank_live(g, d));
     }
-    const unsigned same = __match_any_sync(0xffffffffu, d);
-    const bool first = d >= 0 && (same & lanemask_lt()) == 0;
-    int order = 0;
-    for (unsigned rest = __ballot_sync(0xffffffffu, first); rest != 0; rest &= rest - 1) {
-        order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
-    }
+    bool first;
+    const int order = destination_order(d, first);
     return __reduce_or_sync(0xffffffffu, first && rank_live(g, d) ? 1u << order : 0u);
 }
 

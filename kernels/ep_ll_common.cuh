@@ -158,6 +158,21 @@ __device__ __forceinline__ unsigned lanemask_lt()
     return m;
 }
 
+// Lane k holds d, the rank of top-k entry k (-1: none).  Sets first on the lane of each
+// rank's first entry and returns the rank order of d among the token's distinct destination
+// ranks: the slot of rank-major combine rows.  Every destination counts, masked or not, so
+// dispatch (which writes the order into the header) and combine (which reads the rows) agree.
+__device__ __forceinline__ int destination_order(int d, bool &first)
+{
+    const unsigned same = __match_any_sync(0xffffffffu, d);
+    first = d >= 0 && (same & lanemask_lt()) == 0;
+    int order = 0;
+    for (unsigned rest = __ballot_sync(0xffffffffu, first); rest != 0; rest &= rest - 1) {
+        order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
+    }
+    return order;
+}
+
 // A warp copies [begin, end) bytes (16-byte multiples) of src to each target,
 // kCopyUnroll 16-byte loads in flight per lane before the stores.
 constexpr int kCopyUnroll = 8;

@@ -56,16 +56,11 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
     }
     // Slots and rank orders count every destination; a masked one just gets no message.
     const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
-    const unsigned same = __match_any_sync(0xffffffffu, d);
-    const bool first = d >= 0 && (same & lanemask_lt()) == 0;
-    const unsigned firsts = __ballot_sync(0xffffffffu, first);
+    bool first;
+    r.order = destination_order(d, first);
     const bool send = first && rank_live(g, d);
     r.msgs.lanes = __ballot_sync(0xffffffffu, send);
     r.msgs.mine = send ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
-    r.order = 0;
-    for (unsigned rest = firsts; rest != 0; rest &= rest - 1) {
-        r.order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
-    }
     return r;
 }
 
