@@ -126,6 +126,8 @@ void ncclx_log_at(ncclxLogLevel_t level, const char *file, int line, const char 
     char message[1024];
     char text[1280];
     const char *base = strrchr(file, '/');
+    ncclxLogCallback_t callback;
+    void *user_data;
     va_list ap;
 
     va_start(ap, fmt);
@@ -140,14 +142,20 @@ void ncclx_log_at(ncclxLogLevel_t level, const char *file, int line, const char 
     }
     snprintf(text, sizeof(text), "%s:%d:%d NCCLX %s %s:%d %s", ncclx_log.host, (int)getpid(),
              ncclx_log.rank, ncclx_level_names[level], base ? base + 1 : file, line, message);
-    if (ncclx_log.callback != NULL) {
-        ncclx_log.callback(level, text, ncclx_log.user_data);
-    } else {
+    callback = ncclx_log.callback;
+    user_data = ncclx_log.user_data;
+    if (callback == NULL) {
+        /* Under the lock: whole lines, and a reload cannot close the file under us. */
         FILE *out = ncclx_log.file != NULL ? ncclx_log.file : stderr;
         fprintf(out, "%s\n", text);
         fflush(out);
     }
     pthread_mutex_unlock(&ncclx_log.lock);
+    /* Outside the lock: a callback may log again (a libncclx call that fails) or change the
+     * level without deadlocking on a lock its own thread holds. */
+    if (callback != NULL) {
+        callback(level, text, user_data);
+    }
 }
 
 ncclxResult_t ncclxSetLogCallback(ncclxLogCallback_t callback, void *user_data)

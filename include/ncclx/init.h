@@ -6,6 +6,20 @@
  * and allocates every arena of the plan, once.  Applications that already own an NCCL
  * communicator call ncclxInitWithComm instead and PMIx is not involved.  After init returns,
  * nothing in the library allocates until ncclxFinalize.
+ *
+ * Threads.  libncclx takes no lock around contexts or groups; the rules are:
+ *  - ncclxInit, ncclxInitWithComm, ncclxLoopbackInit and ncclxFinalize are collective: every
+ *    rank makes these calls in the same order, and one process never runs two of them at once
+ *    (serialize them across threads).  The PMIx key instance and fence epoch they use are
+ *    process-wide and must advance in the same order on every rank.
+ *  - ncclxInit may set NCCL_IB_HCA (and undoes it if it fails): no other thread may call
+ *    setenv/putenv/unsetenv, or getenv on that name, while it runs.
+ *  - A live context may be used from several threads: ncclxContextGetInfo and
+ *    ncclxContextGetPlacement only read it; each EP group (and its handles) needs external
+ *    synchronization between threads, different groups may run in different threads (see
+ *    ncclx/ep.h).  Nothing may use a context while, or after, ncclxFinalize runs on it.
+ *  - Plan functions (ncclx/plan.h), placement queries, ncclxGetErrorString, ncclxGetLastError
+ *    (per thread) and the logging calls (ncclx/log.h) are thread-safe.
  */
 #ifndef NCCLX_INIT_H_
 #define NCCLX_INIT_H_

@@ -26,10 +26,19 @@ typedef enum {
     NCCLX_LOG_TRACE = 3
 } ncclxLogLevel_t;
 
-/** Receives one formatted line (no trailing newline); called with the log lock held. */
+/**
+ * Receives one formatted line (no trailing newline, valid only during the call).  Called
+ * without any libncclx lock held, in the thread that logs: it may call libncclx (a call that
+ * fails logs again, so guard against unbounded recursion) and may run in several threads at
+ * once.
+ */
 typedef void (*ncclxLogCallback_t)(ncclxLogLevel_t level, const char *line, void *user_data);
 
-/** Installs callback (NULL restores the file/stderr destination). */
+/**
+ * Installs callback (NULL restores the file/stderr destination).  Thread-safe; a line that
+ * another thread is delivering at that moment may still reach the previous callback, so keep
+ * its user_data alive until no thread can be logging.
+ */
 ncclxResult_t ncclxSetLogCallback(ncclxLogCallback_t callback, void *user_data);
 
 /** Overrides NCCLX_DEBUG for this process. */
