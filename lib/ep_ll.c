@@ -16,12 +16,6 @@
 #include "gpu_check.h"
 #include "struct.h"
 
-#define NCCLX_EP_HANDLE_CONFIG_SIZE_V1 32u
-#define NCCLX_EP_DISPATCH_ARGS_SIZE_V1 sizeof(ncclxEpDispatchArgs_t)
-#define NCCLX_EP_COMBINE_ARGS_SIZE_V1  sizeof(ncclxEpCombineArgs_t)
-_Static_assert(sizeof(ncclxEpHandleConfig_t) == NCCLX_EP_HANDLE_CONFIG_SIZE_V1,
-               "ncclxEpHandleConfig_t v1 layout changed");
-
 #define BIT(t)         NCCLX_DTYPE_BIT(t)
 #define COMBINE_DTYPES (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
 #define IDX_DTYPES     (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))

@@ -15,10 +15,6 @@
 #include "placement.h"
 #include "struct.h"
 
-#define NCCLX_INIT_CONFIG_SIZE_V1 32u
-_Static_assert(sizeof(ncclxInitConfig_t) == NCCLX_INIT_CONFIG_SIZE_V1,
-               "ncclxInitConfig_t v1 layout changed");
-
 /* Contexts of a job are created in the same order on every rank, so a process-wide counter
  * gives every rank the same instance number for the same context: the PMIx keys of two
  * contexts never collide. */

@@ -3,18 +3,31 @@
  */
 #include <string.h>
 
+#include <ncclx/ep.h>
+#include <ncclx/init.h>
+#include <ncclx/placement.h>
 #include <ncclx/plan.h>
 
 #include "error.h"
 #include "struct.h"
 
-/* Pin each released layout: changing one of these breaks applications built against 0.1. */
-_Static_assert(sizeof(ncclxPlan_t) == NCCLX_PLAN_SIZE_V1, "ncclxPlan_t v1 layout changed");
-_Static_assert(sizeof(ncclxEpGroupPlan_t) == NCCLX_EP_GROUP_PLAN_SIZE_V1,
-               "ncclxEpGroupPlan_t v1 layout changed");
-_Static_assert(sizeof(ncclxTeam_t) == NCCLX_TEAM_SIZE_V1, "ncclxTeam_t v1 layout changed");
-_Static_assert(sizeof(ncclxPlanSizes_t) == NCCLX_PLAN_SIZES_SIZE_V1,
-               "ncclxPlanSizes_t v1 layout changed");
+/*
+ * Pin each released layout: a struct may grow at its end, but its v1 fields must end exactly
+ * at the v1 size (up to the struct's alignment), or applications built against 0.1 break.
+ */
+#define NCCLX_FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define NCCLX_PIN_V1(type, magic, size_v1, last)                                                 \
+    _Static_assert(sizeof(type) >= (size_v1), #type " is smaller than its v1 layout");           \
+    _Static_assert(NCCLX_FIELD_END(type, last) <= (size_v1) &&                                   \
+                       (size_v1)-NCCLX_FIELD_END(type, last) < _Alignof(type),                   \
+                   #type "." #last " does not end the v1 layout: fields moved or were resized"); \
+    _Static_assert((size_v1) % _Alignof(type) == 0, #type " v1 size is not a multiple of its "   \
+                                                          "alignment");
+NCCLX_STRUCT_ABI_TABLE(NCCLX_PIN_V1)
+
+/* ncclxTensor_t has no header: it is embedded by value in the args structs, so it can never
+ * grow without moving their fields. */
+_Static_assert(sizeof(ncclxTensor_t) == 48, "ncclxTensor_t layout changed");
 _Static_assert(offsetof(ncclxPlan_t, ep_groups) == 24, "ncclxPlan_t.ep_groups moved");
 _Static_assert(offsetof(ncclxPlan_t, host_block_bytes) == 48, "ncclxPlan_t.host_block_bytes moved");
 _Static_assert(offsetof(ncclxEpGroupPlan_t, algorithm) == 16, "ncclxEpGroupPlan_t.algorithm moved");
