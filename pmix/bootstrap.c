@@ -299,6 +299,76 @@ static ncclxResult_t ncclx_bootstrap_query(ncclx_bootstrap_t *bs)
     return ncclx_bootstrap_check_layout(bs);
 }
 
+/* A variable that is a task count: set to an integer above 1. */
+static int ncclx_env_count_above_one(const char *name, char *detail, size_t len)
+{
+    const char *value = getenv(name);
+    char *end = NULL;
+    unsigned long long count;
+    if (value == NULL || value[0] == '\0') {
+        return 0;
+    }
+    count = strtoull(value, &end, 10);
+    if (*end != '\0' || count <= 1) {
+        return 0;
+    }
+    snprintf(detail, len, "%s=%s", name, value);
+    return 1;
+}
+
+static int ncclx_env_set(const char *name, char *detail, size_t len)
+{
+    const char *value = getenv(name);
+    if (value == NULL) {
+        return 0;
+    }
+    snprintf(detail, len, "%s=%s", name, value);
+    return 1;
+}
+
+const char *ncclx_bootstrap_launcher_tasks(char *detail, size_t len)
+{
+    /* A PMIx launcher's own variables: the server exists but could not be reached. */
+    static const char *const pmix_vars[] = {"PMIX_NAMESPACE", "PMIX_RANK"};
+    /* Task counts of launchers that may run without PMIx.  SLURM_NTASKS alone does not count:
+     * a batch script carries the allocation's task count while it runs one process; srun
+     * sets SLURM_STEP_NUM_TASKS (and SLURM_STEP_ID) for the tasks of a step. */
+    static const char *const count_vars[] = {"SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE",
+                                             "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof(pmix_vars) / sizeof(pmix_vars[0]); i++) {
+        if (ncclx_env_set(pmix_vars[i], detail, len)) {
+            return pmix_vars[i];
+        }
+    }
+    for (size_t i = 0; i < sizeof(count_vars) / sizeof(count_vars[0]); i++) {
+        if (ncclx_env_count_above_one(count_vars[i], detail, len)) {
+            return count_vars[i];
+        }
+    }
+    if (getenv("SLURM_STEP_ID") != NULL && ncclx_env_count_above_one("SLURM_NTASKS", detail, len)) {
+        return "SLURM_NTASKS";
+    }
+    return NULL;
+}
+
+/* No PMIx server, yet a launcher says it started this process among others: running as a
+ * singleton would make N independent rank-0-of-1 jobs, all on GPU 0. */
+static ncclxResult_t ncclx_bootstrap_check_singleton(void)
+{
+    char detail[128];
+    const char *name = ncclx_bootstrap_launcher_tasks(detail, sizeof(detail));
+    if (name == NULL) {
+        return ncclxSuccess;
+    }
+    return NCCLX_ERROR(ncclxPmixError,
+                       "no PMIx server could be reached, but %s says a launcher started this "
+                       "process as one of several tasks: running it alone as rank 0 of 1 would "
+                       "run every task as its own job on GPU 0; launch with PMIx (srun "
+                       "--mpi=pmix, or the mpirun of a PMIx-enabled MPI), or unset %s to run "
+                       "one process alone",
+                       detail, name);
+}
+
 ncclxResult_t ncclx_bootstrap_init(ncclx_bootstrap_t *bs)
 {
     ncclx_bootstrap_t local;
@@ -309,6 +379,9 @@ ncclxResult_t ncclx_bootstrap_init(ncclx_bootstrap_t *bs)
     }
     memset(&local, 0, sizeof(local));
     NCCLX_CHECK(ncclx_pmix_acquire(&me, &local.singleton));
+    if (local.singleton) {
+        NCCLX_CHECK_GOTO(ncclx_bootstrap_check_singleton(), res, err_release);
+    }
     snprintf(local.nspace, sizeof(local.nspace), "%s", me.nspace);
     local.rank = me.rank;
     NCCLX_CHECK_GOTO(ncclx_bootstrap_query(&local), res, err_release);
@@ -322,7 +395,7 @@ ncclxResult_t ncclx_bootstrap_init(ncclx_bootstrap_t *bs)
     *bs = local;
     return ncclxSuccess;
 err_release:
-    (void)ncclx_pmix_release(); /* the query's error is the one to report */
+    (void)ncclx_pmix_release(); /* the first error is the one to report */
     return res;
 }
 

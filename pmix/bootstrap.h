@@ -6,7 +6,8 @@
  * rank, size and node layout before touching a GPU, and to share the NCCL unique id.
  *
  * Without a PMIx server (a plain ./app), PMIx_Init reports PMIX_ERR_UNREACH and sets up a
- * singleton: the process runs as rank 0 of 1, and exchanges return the caller's own data.
+ * singleton: the process runs as rank 0 of 1, and exchanges return the caller's own data,
+ * unless the environment says a launcher started several tasks (then ncclxPmixError).
  *
  * PMIx_Init is called once per process by this module; bootstraps are reference-counted, so
  * several (one per context) may be alive at once, and init -> finalize -> init works.  PMIx
@@ -46,6 +47,14 @@ typedef struct {
  * otherwise ncclxPmixError names the key.
  */
 ncclxResult_t ncclx_bootstrap_init(ncclx_bootstrap_t *bs);
+
+/**
+ * The launcher variable that says this process is one of several tasks, or NULL: PMIX_NAMESPACE
+ * or PMIX_RANK set, or SLURM_STEP_NUM_TASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE (or SLURM_NTASKS
+ * inside a Slurm step) above 1; detail receives "NAME=value".  Without a PMIx server,
+ * ncclx_bootstrap_init() fails with ncclxPmixError naming it instead of running a singleton.
+ */
+const char *ncclx_bootstrap_launcher_tasks(char *detail, size_t len);
 
 /** Drops the reference taken by init and clears *bs (PMIx_Finalize runs at exit). */
 ncclxResult_t ncclx_bootstrap_finalize(ncclx_bootstrap_t *bs);

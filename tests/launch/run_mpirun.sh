@@ -3,8 +3,9 @@
 # Copyright (c) 2026 The libncclx authors.
 #
 # PMIx bootstrap under Open MPI's mpirun (its PMIx server) with 4 ranks, and as a singleton
-# (a plain ./app with no PMIx server: rank 0 of 1); then a rank that misses a fence must turn
-# into ncclxTimeout on the others after NCCLX_FENCE_TIMEOUT_S.
+# (a plain ./app with no PMIx server: rank 0 of 1); ranks that cannot reach mpirun's PMIx
+# server must fail, not run as singletons; then a rank that misses a fence must turn into
+# ncclxTimeout on the others after NCCLX_FENCE_TIMEOUT_S.
 set -u
 . "$(dirname "$0")/probe_lib.sh"
 
@@ -20,6 +21,13 @@ need_program mpirun openmpi-bin
 
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4
 expect_pass "mpirun -n 4 ncclxInit" 4 init_probe
+
+# PMIx unreachable under mpirun (its PMIX_* variables removed from the ranks): every rank must
+# refuse to run as a singleton and name the launcher's variable.
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 2 \
+    bash -c 'for v in ${!PMIX_@}; do unset "$v"; done; exec "$@"' no_pmix \
+    "$init_probe" 2 --expect "PMIx error:OMPI_COMM_WORLD_SIZE=2 says a launcher started"
+expect_pass "mpirun -n 2 without PMIx" 2 init_probe
 
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$probe" --size 4 --nodes 1
 expect_pass "mpirun -n 4" 4

@@ -3,7 +3,8 @@
  *
  * The PMIx bootstrap with no PMIx server (a plain ./app): the singleton is rank 0 of 1, its
  * exchanges return the caller's data, several bootstraps share one PMIx_Init, and bad
- * arguments fail clearly.  Also the team shape check on made-up node layouts.
+ * arguments fail clearly.  Also the team shape check on made-up node layouts, and the refusal
+ * to run as a singleton when a launcher's variables say several tasks were started.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -34,6 +35,18 @@ const char *__asan_default_options(void)
     return "fast_unwind_on_malloc=0";
 }
 
+/* Variables by which a launcher says it started several tasks (see the bootstrap). */
+static const char *const launcher_vars[] = {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_STEP_ID",
+                                            "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",     "PMIX_RANK",
+                                            "PMIX_NAMESPACE"};
+
+static void clear_launcher_env(void)
+{
+    for (size_t i = 0; i < sizeof(launcher_vars) / sizeof(launcher_vars[0]); i++) {
+        unsetenv(launcher_vars[i]);
+    }
+}
+
 /* A launcher's variables would connect PMIx to a server: this test wants none. */
 static int clear_pmix_env(void **state)
 {
@@ -53,6 +66,7 @@ static int clear_pmix_env(void **state)
         }
     }
     unsetenv("NCCLX_FENCE_TIMEOUT_S");
+    clear_launcher_env();
     return 0;
 }
 
@@ -253,6 +267,57 @@ static void test_team_from_nodes(void **state)
                        ncclxInvalidUsage, "not initialized");
 }
 
+/* PMIx unreachable while a launcher says it started several tasks: an error naming the
+ * variable, never N singletons.  A count of 1, garbage, or SLURM_NTASKS outside a step (a
+ * batch script) is a real singleton. */
+static void test_launcher_without_pmix(void **state)
+{
+    static const struct {
+        const char *name, *value, *needle;
+    } bad[] = {
+        {"SLURM_STEP_NUM_TASKS", "2", "SLURM_STEP_NUM_TASKS=2 says a launcher started"},
+        {"OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_SIZE=4"},
+        {"PMI_SIZE", "16", "PMI_SIZE=16"},
+        {"PMIX_RANK", "3", "PMIX_RANK=3"},
+        {"PMIX_NAMESPACE", "job.7", "PMIX_NAMESPACE=job.7"},
+    };
+    static const struct {
+        const char *name, *value;
+    } fine[] = {{"SLURM_STEP_NUM_TASKS", "1"},
+                {"OMPI_COMM_WORLD_SIZE", "many"},
+                {"PMI_SIZE", ""},
+                {"SLURM_NTASKS", "8"}};
+    ncclx_bootstrap_t held, bs;
+    (void)state;
+    /* PMIx is up as a singleton before the variables appear, as in a process that started
+     * alone: only the check of ncclx_bootstrap_init() sees them. */
+    assert_ncclx_ok(ncclx_bootstrap_init(&held));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&bs, 0x5a, sizeof(bs));
+        setenv(bad[i].name, bad[i].value, 1);
+        assert_ncclx_error(ncclx_bootstrap_init(&bs), ncclxPmixError, bad[i].needle);
+        assert_non_null(strstr(ncclxGetLastError(), "no PMIx server could be reached"));
+        assert_int_equal(bs.initialized, 0x5a5a5a5a); /* untouched on failure */
+        unsetenv(bad[i].name);
+    }
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        setenv(fine[i].name, fine[i].value, 1);
+        assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+        assert_int_equal(bs.size, 1);
+        assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+        unsetenv(fine[i].name);
+    }
+    /* SLURM_NTASKS inside a step counts. */
+    setenv("SLURM_NTASKS", "2", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    assert_ncclx_error(ncclx_bootstrap_init(&bs), ncclxPmixError, "SLURM_NTASKS=2");
+    clear_launcher_env();
+    /* The failed inits released their references: one finalize drops the last. */
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&held));
+    assert_ncclx_ok(ncclx_bootstrap_init(&bs));
+    assert_ncclx_ok(ncclx_bootstrap_finalize(&bs));
+}
+
 int main(void)
 {
     /* clang-format off */
@@ -265,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_team_singleton),
         cmocka_unit_test(test_team_from_nodes),
+        cmocka_unit_test(test_launcher_without_pmix),
     };
     /* clang-format on */
     return cmocka_run_group_tests(tests, clear_pmix_env, NULL);
