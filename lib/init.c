@@ -15,9 +15,11 @@
 #include "placement.h"
 #include "struct.h"
 
-/* Contexts of a job are created in the same order on every rank, so a process-wide counter
- * gives every rank the same instance number for the same context: the PMIx keys of two
- * contexts never collide. */
+/* PMIx contexts of a job are created in the same order on every rank, so a process-wide
+ * counter gives every rank the same instance number for the same context: the PMIx keys of two
+ * contexts never collide.  Only ncclxInit draws from it, once per call whatever happens:
+ * ncclxInitWithComm contexts use no PMIx key, and a job may mix both kinds in different orders
+ * on different ranks without shifting the numbers of its PMIx contexts. */
 static atomic_uint ncclx_next_instance = 1;
 
 static ncclxResult_t ncclx_import_config(const ncclxInitConfig_t *config, ncclxInitConfig_t *out)
@@ -30,9 +32,6 @@ static ncclxResult_t ncclx_import_config(const ncclxInitConfig_t *config, ncclxI
     }
     if (out->bind > 1) {
         return NCCLX_ERROR(ncclxInvalidArgument, "config->bind=%u: must be 0 or 1", out->bind);
-    }
-    if (out->instance == 0) {
-        out->instance = atomic_fetch_add(&ncclx_next_instance, 1);
     }
     return ncclxSuccess;
 }
@@ -113,8 +112,13 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     struct ncclxContext *ctx;
     ncclx_bootstrap_t *bs;
     ncclxResult_t res;
+    uint32_t drawn = atomic_fetch_add(&ncclx_next_instance, 1);
     NCCLX_CHECK(ncclx_check_init_args(plan, context));
     NCCLX_CHECK(ncclx_import_config(config, &cfg));
+    if (cfg.instance == 0) {
+        cfg.instance = drawn;
+    }
+    NCCLX_INFO("ncclxInit: context instance %u (PMIx keys ncclx.%u.*)", cfg.instance, cfg.instance);
     ctx = calloc(1, sizeof(*ctx));
     bs = calloc(1, sizeof(*bs));
     if (ctx == NULL || bs == NULL) {

@@ -47,7 +47,8 @@ struct ncclComm;
 typedef struct {
     NCCLX_STRUCT_HEADER;
     int32_t cuda_device; /**< -1: NCCLX_CUDA_DEVICE, else the local rank among visible GPUs */
-    uint32_t instance;   /**< tells apart contexts of one job in PMIx keys (0: next free) */
+    uint32_t instance;   /**< tells apart ncclxInit contexts of one job in PMIx keys; 0: the
+                              number of this ncclxInit call in the process (1, 2, ...) */
     uint32_t bind;       /**< 1: bind CPUs/memory near the GPU (NCCLX_BIND=NONE overrides) */
     uint32_t reserved0;
 } ncclxInitConfig_t;
