@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * A context on a communicator: device communicator, arenas, peer table, groups.  Shared by
- * ncclxInit (PMIx) and ncclxInitWithComm (caller's communicator).
+ * The one build sequence of a context (ncclx_context_build), shared by ncclxInit,
+ * ncclxInitWithComm and ncclxLoopbackInit, and the symmetric-memory ops of NCCL contexts: an
+ * ncclMemAlloc block registered as a symmetric window, peers resolved through the window.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,47 +12,108 @@
 #include "gpu_check.h"
 #include "struct.h"
 
-#define NCCLX_DEFAULT_LSA_BARRIERS 32 /* CTAs that may hold an LSA barrier at once */
+/*
+ * NCCL's host query of the load/store (LSA) team.  nccl_device/core.h declares it but is not
+ * clean C (it declares inline functions it never defines), so the declaration is repeated
+ * here; struct ncclTeam is { int nRanks, rank, stride; } in NCCL 2.28 and later.
+ */
+struct ncclTeam {
+    int nRanks, rank, stride;
+};
+struct ncclTeam ncclTeamLsa(ncclComm_t comm);
 
-static int ncclx_lsa_barrier_count(const ncclx_plan_norm_t *norm)
-{
-    int count = NCCLX_DEFAULT_LSA_BARRIERS;
-    for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
-        if ((int)norm->groups[gi].sm_budget > count) {
-            count = (int)norm->groups[gi].sm_budget;
-        }
-    }
-    return count;
-}
-
-/* Team from the communicator itself (ncclxInitWithComm): nodes = ranks / LSA size. */
-static ncclxResult_t ncclx_team_from_comm(struct ncclxContext *ctx, int lsa, ncclxTeam_t *team)
+ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size)
 {
     int ranks = 0;
+    struct ncclTeam lsa;
+    NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclCommCount(comm, &ranks)));
+    /* NCCL returns an empty team when it cannot set up its device runtime. */
+    lsa = ncclTeamLsa(comm);
+    if (lsa.nRanks < 1 || lsa.nRanks > ranks || ranks % lsa.nRanks != 0) {
+        return NCCLX_ERROR(ncclxNcclError,
+                           "ncclTeamLsa: NCCL reports a load/store team of %d ranks in a "
+                           "communicator of %d (NCCL_DEBUG=WARN may say why)",
+                           lsa.nRanks, ranks);
+    }
+    *lsa_size = (uint32_t)lsa.nRanks;
+    return ncclxSuccess;
+}
+
+/* ---- symmetric memory of an NCCL communicator: a registered symmetric window ---- */
+
+static ncclxResult_t ncclx_window_alloc(struct ncclxContext *ctx, size_t bytes)
+{
+    ncclx_arenas_t *a = &ctx->arenas;
+    void *base = NULL;
+    ncclWindow_t window = NULL;
     ncclxResult_t res = ncclxSuccess;
-    NCCLX_NCCL_CHECK_GOTO(ncclCommCount(ctx->comm, &ranks), res, out);
-    team->num_ranks = (uint32_t)ranks;
-    team->lsa_size = (uint32_t)lsa;
-    team->num_nodes = (uint32_t)(ranks / lsa);
+    if (bytes == 0) {
+        return ncclxSuccess; /* the same plan everywhere: no rank registers anything */
+    }
+    NCCLX_NCCL_CHECK_GOTO(ncclMemAlloc(&base, bytes), res, err);
+    NCCLX_NCCL_CHECK_GOTO(
+        ncclCommWindowRegister(ctx->comm, base, bytes, &window, NCCL_WIN_COLL_SYMMETRIC), res,
+        err_free);
+    a->base[NCCLX_MEM_SYMMETRIC] = base;
+    a->window = window;
+    return ncclxSuccess;
+err_free:
+    (void)ncclMemFree(base);
+err:
+    return res;
+}
+
+static ncclxResult_t ncclx_window_resolve_peers(struct ncclxContext *ctx)
+{
+    ncclxResult_t res = ncclxSuccess;
+    if (ctx->arenas.window == NULL) {
+        return ncclxSuccess; /* no symmetric memory: the zeroed table stays */
+    }
+    NCCLX_CUDA_CHECK_GOTO(ncclx_launch_resolve_peers(ctx->arenas.window, 0,
+                                                     (int)ctx->norm.team.lsa_size, ctx->peer_table,
+                                                     ctx->stream),
+                          res, out);
 out:
     return res;
 }
 
-/* The context region layout and what each class needs. */
-static ncclxResult_t ncclx_context_measure(struct ncclxContext *ctx, const ncclxPlan_t *plan,
-                                           const ncclxTeam_t *team, size_t bytes[])
+/* An allreduce of one word: it returns on a rank only once every rank has entered it. */
+static ncclxResult_t ncclx_window_barrier(struct ncclxContext *ctx)
 {
-    ncclx_layout_t layout;
-    NCCLX_CHECK(ncclx_plan_import(plan, team, &ctx->norm));
-    ncclx_layout_init_measure(&layout, NULL, NULL);
-    NCCLX_CHECK(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
-    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
-        bytes[c] = layout.arena[c].used;
-    }
-    return ncclxSuccess;
+    ncclxResult_t res = ncclxSuccess;
+    void *scratch = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, ctx->regions.scratch);
+    NCCLX_NCCL_CHECK_GOTO(
+        ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, ctx->comm, ctx->stream), res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
+out:
+    return res;
 }
 
-void ncclx_context_build_groups(struct ncclxContext *ctx)
+static ncclxResult_t ncclx_window_free(struct ncclxContext *ctx)
+{
+    ncclx_arenas_t *a = &ctx->arenas;
+    ncclxResult_t first = ncclxSuccess;
+    if (a->window != NULL) {
+        first = ncclx_first_error(
+            first, NCCLX_NCCL_STATUS(ncclCommWindowDeregister(ctx->comm, a->window)));
+        a->window = NULL;
+    }
+    if (a->base[NCCLX_MEM_SYMMETRIC] != NULL) {
+        first =
+            ncclx_first_error(first, NCCLX_NCCL_STATUS(ncclMemFree(a->base[NCCLX_MEM_SYMMETRIC])));
+        a->base[NCCLX_MEM_SYMMETRIC] = NULL;
+    }
+    return first;
+}
+
+const ncclx_symmetric_ops_t ncclx_window_ops = {
+    "NCCL symmetric window", ncclx_window_alloc, ncclx_window_resolve_peers,
+    ncclx_window_barrier,    ncclx_window_free,
+};
+
+/* ---- the build sequence ---- */
+
+static void ncclx_context_build_groups(struct ncclxContext *ctx)
 {
     for (uint32_t gi = 0; gi < ctx->norm.num_groups; gi++) {
         const ncclx_ep_group_regions_t *r = &ctx->regions.groups[gi];
@@ -89,7 +151,7 @@ out:
 }
 
 /* Zeroed arenas, the peer table, eager module loading; all on ctx->stream. */
-ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
+static ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
 {
     ncclxResult_t res = ncclxSuccess;
     const ncclx_arenas_t *a = &ctx->arenas;
@@ -100,30 +162,14 @@ ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
         }
     }
     ctx->peer_table = ncclx_arena_ptr(a, NCCLX_MEM_DEVICE, ctx->regions.peer_table);
-    if (a->window != NULL && ctx->comm != NULL) {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_launch_resolve_peers(a->window, 0, (int)ctx->norm.team.lsa_size,
-                                                         ctx->peer_table, ctx->stream),
-                              res, out);
-    }
+    NCCLX_CHECK_GOTO(ctx->sym->resolve_peers(ctx), res, out);
     NCCLX_CUDA_CHECK_GOTO(ncclx_kernels_load(), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
 out:
     return res;
 }
 
-/* Every rank is ready (arenas zeroed, window registered) before any peer writes to us. */
-static ncclxResult_t ncclx_context_barrier(struct ncclxContext *ctx)
-{
-    ncclxResult_t res = ncclxSuccess;
-    void *scratch = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, ctx->regions.scratch);
-    NCCLX_NCCL_CHECK_GOTO(
-        ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, ctx->comm, ctx->stream), res, out);
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
-out:
-    return res;
-}
-
-void ncclx_context_fill_info(struct ncclxContext *ctx)
+static void ncclx_context_fill_info(struct ncclxContext *ctx)
 {
     ncclxContextInfo_t *info = &ctx->info;
     int rank = ctx->rank;
@@ -142,64 +188,40 @@ void ncclx_context_fill_info(struct ncclxContext *ctx)
     }
 }
 
-ncclxResult_t ncclx_context_setup(struct ncclxContext *ctx, const ncclxPlan_t *plan,
-                                  const ncclxTeam_t *team)
+ncclxResult_t ncclx_context_open(struct ncclxContext *ctx)
 {
     ncclxResult_t res = ncclxSuccess;
-    ncclxTeam_t comm_team = NCCLX_TEAM_INIT;
+    NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(ctx->cuda_device), res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, out);
+out:
+    return res;
+}
+
+ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym)
+{
+    ncclxResult_t res = ncclxSuccess;
     size_t bytes[NCCLX_MEM_NUM_CLASSES];
-    int lsa;
-    NCCLX_NCCL_CHECK_GOTO(ncclCommCuDevice(ctx->comm, &ctx->cuda_device), res, err);
-    NCCLX_NCCL_CHECK_GOTO(ncclCommUserRank(ctx->comm, &ctx->rank), res, err);
-    NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(ctx->cuda_device), res, err);
-    NCCLX_CHECK_GOTO(ncclx_context_default_blocks(ctx, 1), res, err);
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, err);
-    /* The device communicator first: it knows the real LSA (NVLink) team. */
-    NCCLX_NCCL_CHECK_GOTO(
-        (ncclResult_t)ncclx_devcomm_create(ctx->comm, NCCLX_DEFAULT_LSA_BARRIERS, ctx->devcomm),
-        res, err_destroy_stream);
-    ctx->devcomm_created = 1;
-    lsa = ncclx_devcomm_lsa_size(ctx->devcomm);
-    if (team == NULL) {
-        NCCLX_CHECK_GOTO(ncclx_team_from_comm(ctx, lsa, &comm_team), res, err_destroy_devcomm);
-        team = &comm_team;
-    } else if ((int)team->lsa_size != lsa) {
-        res = NCCLX_ERROR(ncclxUnsupported,
-                          "NCCL's load/store team has %d ranks but the job "
-                          "runs %u ranks per node: LSA teams spanning nodes are not supported yet",
-                          lsa, team->lsa_size);
-        goto err_destroy_devcomm;
+    ncclx_layout_t layout;
+    ncclx_layout_init_measure(&layout, NULL, NULL);
+    NCCLX_CHECK(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        bytes[c] = layout.arena[c].used;
     }
-    NCCLX_CHECK_GOTO(ncclx_context_measure(ctx, plan, team, bytes), res, err_destroy_devcomm);
-    if (ncclx_lsa_barrier_count(&ctx->norm) > NCCLX_DEFAULT_LSA_BARRIERS) {
-        /* Recreate with enough barriers for the plan's largest SM budget. */
-        NCCLX_NCCL_CHECK_GOTO((ncclResult_t)ncclx_devcomm_destroy(ctx->comm, ctx->devcomm), res,
-                              err);
-        ctx->devcomm_created = 0;
-        NCCLX_NCCL_CHECK_GOTO((ncclResult_t)ncclx_devcomm_create(
-                                  ctx->comm, ncclx_lsa_barrier_count(&ctx->norm), ctx->devcomm),
-                              res, err_destroy_stream);
-        ctx->devcomm_created = 1;
-    }
-    NCCLX_CHECK_GOTO(ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan, ctx->comm), res,
-                     err_destroy_devcomm);
-    NCCLX_CHECK_GOTO(ncclx_context_prepare_device(ctx), res, err_free_arenas);
+    NCCLX_CHECK(ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan));
+    ctx->sym = sym;
+    NCCLX_CHECK_GOTO(sym->alloc(ctx, bytes[NCCLX_MEM_SYMMETRIC]), res, err_free_arenas);
+    NCCLX_CHECK_GOTO(ncclx_context_prepare_device(ctx), res, err_free_symmetric);
     ncclx_context_build_groups(ctx);
-    NCCLX_CHECK_GOTO(ncclx_context_barrier(ctx), res, err_free_arenas);
+    /* Every rank is ready (arenas zeroed, memory registered) before any peer writes to us. */
+    NCCLX_CHECK_GOTO(sym->barrier(ctx), res, err_free_symmetric);
     ncclx_context_fill_info(ctx);
     return ncclxSuccess;
 
+err_free_symmetric:
+    (void)sym->free(ctx);
 err_free_arenas:
-    (void)ncclx_arenas_free(&ctx->arenas, ctx->comm);
-err_destroy_devcomm:
-    if (ctx->devcomm_created) {
-        (void)ncclx_devcomm_destroy(ctx->comm, ctx->devcomm);
-        ctx->devcomm_created = 0;
-    }
-err_destroy_stream:
-    (void)cudaStreamDestroy(ctx->stream);
-    ctx->stream = NULL;
-err:
+    ctx->sym = NULL;
+    (void)ncclx_arenas_free(&ctx->arenas);
     return res;
 }
 
@@ -207,18 +229,17 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
 {
     ncclxResult_t first = ncclxSuccess;
     (void)cudaSetDevice(ctx->cuda_device);
-    first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream)));
-    first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas, ctx->comm));
-    if (ctx->loopback != NULL) {
-        first = ncclx_first_error(first, ncclx_loopback_release(ctx->loopback));
-        ctx->loopback = NULL;
+    if (ctx->stream != NULL) {
+        first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream)));
     }
-    if (ctx->devcomm_created) {
-        first = ncclx_first_error(
-            first, NCCLX_NCCL_STATUS((ncclResult_t)ncclx_devcomm_destroy(ctx->comm, ctx->devcomm)));
-        ctx->devcomm_created = 0;
+    if (ctx->sym != NULL) {
+        first = ncclx_first_error(first, ctx->sym->free(ctx));
+        first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas));
+        ctx->sym = NULL;
     }
-    first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamDestroy(ctx->stream)));
-    ctx->stream = NULL;
+    if (ctx->stream != NULL) {
+        first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamDestroy(ctx->stream)));
+        ctx->stream = NULL;
+    }
     return first;
 }

@@ -20,25 +20,45 @@
 typedef struct {
     void *base[NCCLX_MEM_NUM_CLASSES]; /* host view; NULL when the class is empty */
     size_t bytes[NCCLX_MEM_NUM_CLASSES];
-    void *mapped_device;  /* device view of the mapped-host arena */
-    ncclWindow_t window;  /* the symmetric arena's window */
-    int host_owned;       /* the host block was allocated by us */
-    int symmetric_shared; /* base[SYMMETRIC] is a loopback team's slice */
+    void *mapped_device; /* device view of the mapped-host arena */
+    ncclWindow_t window; /* the symmetric arena's window (NCCL contexts) */
+    int host_owned;      /* the host block was allocated by us */
 } ncclx_arenas_t;
 
+struct ncclxContext;
 struct ncclx_loopback;
 
+/**
+ * Where a context's symmetric memory and its peers' views of it come from: the NCCL window of
+ * a communicator (ncclx_window_ops), or a slice of a loopback team's block
+ * (ncclx_loopback_ops).  Everything else about building a context is shared
+ * (ncclx_context_build); a new kind of team is a new table, not a new build sequence.
+ */
+typedef struct {
+    const char *name;
+    /** Allocates and registers bytes of symmetric memory into ctx->arenas (collective). */
+    ncclxResult_t (*alloc)(struct ncclxContext *ctx, size_t bytes);
+    /** Writes the device peer table (lsa_size base pointers) on ctx->stream. */
+    ncclxResult_t (*resolve_peers)(struct ncclxContext *ctx);
+    /** Returns once every rank's arenas are ready for its peers' writes (collective). */
+    ncclxResult_t (*barrier)(struct ncclxContext *ctx);
+    /** Undoes alloc (collective); does nothing when alloc has not run or failed. */
+    ncclxResult_t (*free)(struct ncclxContext *ctx);
+} ncclx_symmetric_ops_t;
+
+extern const ncclx_symmetric_ops_t ncclx_window_ops;   /* lib/context.c */
+extern const ncclx_symmetric_ops_t ncclx_loopback_ops; /* lib/loopback.c */
+
 struct ncclxContext {
-    ncclx_plan_norm_t norm;
+    ncclx_plan_norm_t norm; /* the plan, imported once per context */
     ncclx_plan_regions_t regions;
     ncclx_arenas_t arenas;
+    const ncclx_symmetric_ops_t *sym; /* set by ncclx_context_build */
     ncclComm_t comm;
     int comm_owned; /* created by ncclxInit: destroyed at finalize */
     int cuda_device;
     cudaStream_t stream; /* init/finalize work, non-blocking */
-    _Alignas(16) unsigned char devcomm[NCCLX_DEVCOMM_STORAGE_BYTES];
-    int devcomm_created;
-    void **peer_table; /* device: lsa_size pointers into the window */
+    void **peer_table;   /* device: lsa_size pointers into the symmetric arenas */
     ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
     ncclxContextInfo_t info;
     void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */
@@ -46,47 +66,43 @@ struct ncclxContext {
     int has_placement;
     int rank;                        /* this context's rank in the team */
     int blocks;                      /* default grid size of data-moving kernels */
-    struct ncclx_loopback *loopback; /* shared symmetric block of a loopback team */
+    struct ncclx_loopback *loopback; /* loopback team: the shared symmetric block */
+    int loopback_ref;                /* this context holds a reference on it */
 };
 
 /**
- * Allocates the arenas for the layout measured in norm/regions: symmetric (ncclMemAlloc +
- * symmetric window on comm, collective), private device, mapped host, host (plan's block or
- * ours).  Fails with ncclxOutOfMemory naming the bytes needed and free.
+ * Allocates the private arenas for the measured bytes (device, mapped host, host: the plan's
+ * block or ours) after checking that the whole plan, symmetric class included, fits in the
+ * GPU's free memory (ncclxOutOfMemory naming needed and free bytes).  Records every class's
+ * bytes; the symmetric class itself is the ops table's.
  */
 ncclxResult_t ncclx_arenas_alloc(ncclx_arenas_t *arenas, const size_t bytes[],
-                                 const ncclxPlan_t *plan, ncclComm_t comm);
+                                 const ncclxPlan_t *plan);
 
-/** Frees what ncclx_arenas_alloc allocated, in reverse order (collective: deregisters). */
-ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas, ncclComm_t comm);
+/** Frees what ncclx_arenas_alloc allocated (not the symmetric class). */
+ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas);
 
 /** Address of region offset in class c (device view for device classes). */
 void *ncclx_arena_ptr(const ncclx_arenas_t *arenas, ncclxMemClass_t c, size_t offset);
 
-/** Builds the host group objects and their handle pools inside the host arena. */
-void ncclx_context_build_groups(struct ncclxContext *ctx);
-
-/**
- * On ctx->comm (set by the caller): device communicator, team (from team, or from the
- * communicator when NULL), plan import and layout, arenas, peer table, groups, a barrier.
- * Undoes everything it did on failure.
- */
-ncclxResult_t ncclx_context_setup(struct ncclxContext *ctx, const ncclxPlan_t *plan,
-                                  const ncclxTeam_t *team);
+/** cudaSetDevice(ctx->cuda_device) and ctx->stream; ncclx_context_teardown undoes it. */
+ncclxResult_t ncclx_context_open(struct ncclxContext *ctx);
 
 /** Sets ctx->blocks from the GPU's SM count shared by ranks_on_gpu ranks. */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
 
-/** Zeroes the device arenas, resolves the peer table (NCCL window), loads the kernels. */
-ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx);
+/**
+ * The one build sequence of every context, after ncclx_context_open and with ctx->norm (the
+ * imported plan and team), rank, cuda_device and blocks set: region layout, private arenas,
+ * symmetric memory through sym, zeroed arenas, peer table, kernel modules, groups, a barrier,
+ * info.  Undoes what it did on failure (not ncclx_context_open).
+ */
+ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym);
 
-/** Fills ctx->info from the team and the arenas. */
-void ncclx_context_fill_info(struct ncclxContext *ctx);
-
-/** Drops a context's reference on its loopback team's shared block (frees the last). */
-ncclxResult_t ncclx_loopback_release(struct ncclx_loopback *team);
-
-/** Undoes ncclx_context_setup (not the communicator); reports the first failure. */
+/** Undoes ncclx_context_build (when it succeeded) and ncclx_context_open; first failure. */
 ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx);
+
+/** The LSA (load/store) team size NCCL found for comm, or ncclxNcclError. */
+ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size);
 
 #endif /* NCCLX_LIB_CONTEXT_H_ */

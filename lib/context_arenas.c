@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The only place that allocates the plan's memory: one allocation per class, at init.
+ * The private arenas of a context: one allocation per class, at init.  The symmetric class is
+ * allocated by the context's symmetric-memory ops (lib/context.c, lib/loopback.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,25 +57,17 @@ static ncclxResult_t ncclx_host_block(ncclx_arenas_t *arenas, size_t bytes, cons
 }
 
 ncclxResult_t ncclx_arenas_alloc(ncclx_arenas_t *arenas, const size_t bytes[],
-                                 const ncclxPlan_t *plan, ncclComm_t comm)
+                                 const ncclxPlan_t *plan)
 {
     ncclxResult_t res = ncclxSuccess;
     memset(arenas, 0, sizeof(*arenas));
+    NCCLX_CHECK(ncclx_check_fits(bytes));
     for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
         arenas->bytes[c] = bytes[c];
     }
-    NCCLX_CHECK(ncclx_check_fits(bytes));
-    if (bytes[NCCLX_MEM_SYMMETRIC] > 0 && comm != NULL) {
-        NCCLX_NCCL_CHECK_GOTO(
-            ncclMemAlloc(&arenas->base[NCCLX_MEM_SYMMETRIC], bytes[NCCLX_MEM_SYMMETRIC]), res, err);
-        NCCLX_NCCL_CHECK_GOTO(ncclCommWindowRegister(comm, arenas->base[NCCLX_MEM_SYMMETRIC],
-                                                     bytes[NCCLX_MEM_SYMMETRIC], &arenas->window,
-                                                     NCCL_WIN_COLL_SYMMETRIC),
-                              res, err_free_symmetric);
-    }
     if (bytes[NCCLX_MEM_DEVICE] > 0) {
         NCCLX_CUDA_CHECK_GOTO(cudaMalloc(&arenas->base[NCCLX_MEM_DEVICE], bytes[NCCLX_MEM_DEVICE]),
-                              res, err_deregister);
+                              res, err);
     }
     if (bytes[NCCLX_MEM_MAPPED_HOST] > 0) {
         NCCLX_CUDA_CHECK_GOTO(cudaHostAlloc(&arenas->base[NCCLX_MEM_MAPPED_HOST],
@@ -96,20 +89,12 @@ err_free_device:
     if (arenas->base[NCCLX_MEM_DEVICE] != NULL) {
         cudaFree(arenas->base[NCCLX_MEM_DEVICE]);
     }
-err_deregister:
-    if (arenas->window != NULL) {
-        ncclCommWindowDeregister(comm, arenas->window);
-    }
-err_free_symmetric:
-    if (arenas->base[NCCLX_MEM_SYMMETRIC] != NULL) {
-        ncclMemFree(arenas->base[NCCLX_MEM_SYMMETRIC]);
-    }
 err:
     memset(arenas, 0, sizeof(*arenas));
     return res;
 }
 
-ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas, ncclComm_t comm)
+ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas)
 {
     ncclxResult_t first = ncclxSuccess;
     /* Keep going after a failure: release as much as possible, report the first error. */
@@ -124,14 +109,8 @@ ncclxResult_t ncclx_arenas_free(ncclx_arenas_t *arenas, ncclComm_t comm)
         first =
             ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaFree(arenas->base[NCCLX_MEM_DEVICE])));
     }
-    if (arenas->window != NULL) {
-        first = ncclx_first_error(
-            first, NCCLX_NCCL_STATUS(ncclCommWindowDeregister(comm, arenas->window)));
-    }
-    if (arenas->base[NCCLX_MEM_SYMMETRIC] != NULL && !arenas->symmetric_shared) {
-        first = ncclx_first_error(
-            first, NCCLX_NCCL_STATUS(ncclMemFree(arenas->base[NCCLX_MEM_SYMMETRIC])));
-    }
-    memset(arenas, 0, sizeof(*arenas));
+    arenas->base[NCCLX_MEM_HOST] = arenas->base[NCCLX_MEM_MAPPED_HOST] = NULL;
+    arenas->base[NCCLX_MEM_DEVICE] = arenas->mapped_device = NULL;
+    arenas->host_owned = 0;
     return first;
 }

@@ -47,10 +47,41 @@ static ncclxResult_t ncclx_check_init_args(const ncclxPlan_t *plan, const void *
     return ncclxEnvValidate();
 }
 
+/* This rank's device and rank in ctx->comm. */
+static ncclxResult_t ncclx_rank_from_comm(struct ncclxContext *ctx)
+{
+    NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclCommCuDevice(ctx->comm, &ctx->cuda_device)));
+    NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclCommUserRank(ctx->comm, &ctx->rank)));
+    return ncclxSuccess;
+}
+
+/* The context's plan and team are in ctx->norm, its rank and device set: the build sequence
+ * on an NCCL window of ctx->comm. */
+static ncclxResult_t ncclx_context_on_comm(struct ncclxContext *ctx)
+{
+    NCCLX_CHECK(ncclx_context_default_blocks(ctx, 1));
+    NCCLX_CHECK(ncclx_context_open(ctx));
+    return ncclx_context_build(ctx, &ncclx_window_ops);
+}
+
+/* The team of a caller's communicator: nodes = ranks / LSA size. */
+static ncclxResult_t ncclx_team_from_comm(ncclComm_t comm, ncclxTeam_t *team)
+{
+    int ranks = 0;
+    uint32_t lsa = 0;
+    NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclCommCount(comm, &ranks)));
+    NCCLX_CHECK(ncclx_comm_lsa_size(comm, &lsa));
+    team->num_ranks = (uint32_t)ranks;
+    team->lsa_size = lsa;
+    team->num_nodes = (uint32_t)ranks / lsa;
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
                                 const ncclxInitConfig_t *config, ncclxContext_t *context)
 {
     ncclxInitConfig_t cfg;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
     struct ncclxContext *ctx;
     ncclxResult_t res;
     NCCLX_CHECK(ncclx_check_init_args(plan, context));
@@ -64,11 +95,16 @@ ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
     }
     ctx->comm = comm;
     ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
-    NCCLX_CHECK_GOTO(ncclx_context_setup(ctx, plan, NULL), res, err_free);
+    NCCLX_CHECK_GOTO(ncclx_rank_from_comm(ctx), res, err_free);
+    NCCLX_CHECK_GOTO(ncclx_team_from_comm(comm, &team), res, err_free);
+    NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, &ctx->norm), res, err_free);
+    NCCLX_CHECK_GOTO(ncclx_context_on_comm(ctx), res, err_teardown);
     NCCLX_INFO("context ready on an existing communicator: rank %d of %d, device %d",
                ctx->info.rank, ctx->info.num_ranks, ctx->cuda_device);
     *context = ctx;
     return ncclxSuccess;
+err_teardown:
+    (void)ncclx_context_teardown(ctx);
 err_free:
     free(ctx);
     return res;
@@ -104,6 +140,20 @@ static void ncclx_info_from_bootstrap(ncclxContextInfo_t *info, const ncclx_boot
     info->node_id = (int32_t)bs->node_id;
 }
 
+/* NCCL's load/store team must be the job's node (the plan was sized for it). */
+static ncclxResult_t ncclx_check_lsa(const struct ncclxContext *ctx)
+{
+    uint32_t lsa = 0;
+    NCCLX_CHECK(ncclx_comm_lsa_size(ctx->comm, &lsa));
+    if (lsa != ctx->norm.team.lsa_size) {
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "NCCL's load/store team has %u ranks but the job runs %u ranks per "
+                           "node: LSA teams spanning nodes are not supported yet",
+                           lsa, ctx->norm.team.lsa_size);
+    }
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config,
                         ncclxContext_t *context)
 {
@@ -128,7 +178,8 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
     NCCLX_CHECK_GOTO(ncclx_bootstrap_init(bs), res, err_free);
     ncclx_log_set_rank((int)bs->rank);
-    /* The team, and so every budget, is known before any GPU memory is touched. */
+    /* The team, and so every budget, is known before any GPU memory is touched; the plan is
+     * imported here, once. */
     NCCLX_CHECK_GOTO(ncclx_bootstrap_team(bs, &team), res, err_finalize_bootstrap);
     NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, &ctx->norm), res, err_finalize_bootstrap);
     /* GPU, CPU/memory binding and NIC before any NCCL call, so NCCL sees the binding. */
@@ -139,7 +190,9 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     ctx->has_placement = 1;
     NCCLX_CHECK_GOTO(ncclx_comm_from_bootstrap(ctx, bs, cfg.instance), res, err_finalize_bootstrap);
     ncclx_info_from_bootstrap(&ctx->info, bs);
-    NCCLX_CHECK_GOTO(ncclx_context_setup(ctx, plan, &team), res, err_destroy_comm);
+    NCCLX_CHECK_GOTO(ncclx_rank_from_comm(ctx), res, err_destroy_comm);
+    NCCLX_CHECK_GOTO(ncclx_check_lsa(ctx), res, err_destroy_comm);
+    NCCLX_CHECK_GOTO(ncclx_context_on_comm(ctx), res, err_teardown);
     ctx->bootstrap = bs;
     NCCLX_INFO("context ready: rank %u of %u (local %u of %u, node %u of %u), device %d", bs->rank,
                bs->size, bs->local_rank, bs->local_size, bs->node_id, bs->num_nodes,
@@ -147,6 +200,8 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     *context = ctx;
     return ncclxSuccess;
 
+err_teardown:
+    (void)ncclx_context_teardown(ctx);
 err_destroy_comm:
     (void)ncclCommDestroy(ctx->comm);
 err_finalize_bootstrap:

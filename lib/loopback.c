@@ -2,9 +2,10 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Loopback teams: N ranks of one job on one GPU in one process.  One device allocation holds
- * every rank's symmetric arena (N slices); each rank is a full context whose peer table
- * points at the N slices, so the real kernels run unchanged as N concurrent ranks.  No NCCL
- * communicator is involved.
+ * every rank's symmetric arena (N slices); each rank is a full context, built by the same
+ * sequence as any other (ncclx_context_build) with symmetric-memory ops that hand out its
+ * slice and point its peer table at the N slices, so the real kernels run unchanged as N
+ * concurrent ranks.  No NCCL communicator is involved.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +14,23 @@
 #include "env.h"
 #include "gpu_check.h"
 
+#define NCCLX_LOOPBACK_MAX_RANKS 1024u
+
 /* The shared symmetric block, freed by the last context that releases it. */
 struct ncclx_loopback {
     void *base;
     size_t slice_bytes;
+    uint32_t ranks;
     uint32_t refs;
 };
 
-ncclxResult_t ncclx_loopback_release(struct ncclx_loopback *team)
+static ncclxResult_t ncclx_loopback_release(struct ncclx_loopback *team)
 {
     ncclxResult_t res = ncclxSuccess;
     if (--team->refs == 0) {
-        res = NCCLX_CUDA_STATUS(cudaFree(team->base));
+        if (team->base != NULL) {
+            res = NCCLX_CUDA_STATUS(cudaFree(team->base));
+        }
         free(team);
     }
     return res;
@@ -39,6 +45,8 @@ static ncclxResult_t ncclx_loopback_alloc(size_t slice_bytes, uint32_t ranks,
         return NCCLX_ERROR(ncclxOutOfMemory, "loopback team: out of host memory");
     }
     team->slice_bytes = slice_bytes;
+    team->ranks = ranks;
+    team->refs = 1; /* the caller's */
     if (slice_bytes > 0) {
         NCCLX_CUDA_CHECK_GOTO(cudaMalloc(&team->base, slice_bytes * ranks), res, err);
     }
@@ -49,48 +57,98 @@ err:
     return res;
 }
 
-/* One rank: its own arenas except the symmetric slice, a peer table over every slice. */
-static ncclxResult_t ncclx_loopback_rank(struct ncclxContext *ctx, const ncclxPlan_t *plan,
-                                         const ncclxTeam_t *team, struct ncclx_loopback *shared)
+static void *ncclx_loopback_slice(const struct ncclx_loopback *team, uint32_t rank)
 {
-    size_t bytes[NCCLX_MEM_NUM_CLASSES];
-    void *peers[NCCLX_MAX_RANKS > 1024 ? 1024 : NCCLX_MAX_RANKS];
-    ncclx_layout_t layout;
-    ncclxResult_t res = ncclxSuccess;
-    NCCLX_CHECK(ncclx_plan_import(plan, team, &ctx->norm));
-    ncclx_layout_init_measure(&layout, NULL, NULL);
-    NCCLX_CHECK(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
-    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
-        bytes[c] = layout.arena[c].used;
+    return team->base != NULL ? (char *)team->base + (size_t)rank * team->slice_bytes : NULL;
+}
+
+/* ---- symmetric memory of a loopback rank: its slice of the team's block ---- */
+
+static ncclxResult_t ncclx_loopback_sym_alloc(struct ncclxContext *ctx, size_t bytes)
+{
+    struct ncclx_loopback *team = ctx->loopback;
+    if (bytes > team->slice_bytes) {
+        return NCCLX_ERROR(ncclxInternalError,
+                           "loopback rank %d needs %zu symmetric bytes, its slice has %zu",
+                           ctx->rank, bytes, team->slice_bytes);
     }
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), res, err);
-    NCCLX_CHECK_GOTO(ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan, NULL), res,
-                     err_destroy_stream);
-    ctx->arenas.base[NCCLX_MEM_SYMMETRIC] =
-        shared->base != NULL ? (char *)shared->base + (size_t)ctx->rank * shared->slice_bytes
-                             : NULL;
-    ctx->arenas.symmetric_shared = 1;
-    shared->refs++;
-    ctx->loopback = shared;
-    NCCLX_CHECK_GOTO(ncclx_context_prepare_device(ctx), res, err_free_arenas);
-    for (uint32_t p = 0; p < team->num_ranks; p++) {
-        peers[p] = shared->base != NULL ? (char *)shared->base + p * shared->slice_bytes : NULL;
-    }
-    NCCLX_CUDA_CHECK_GOTO(cudaMemcpy(ctx->peer_table, peers, team->num_ranks * sizeof(void *),
-                                     cudaMemcpyHostToDevice),
-                          res, err_free_arenas);
-    ncclx_context_build_groups(ctx);
-    ncclx_context_fill_info(ctx);
+    ctx->arenas.base[NCCLX_MEM_SYMMETRIC] = ncclx_loopback_slice(team, (uint32_t)ctx->rank);
+    team->refs++;
+    ctx->loopback_ref = 1;
     return ncclxSuccess;
-err_free_arenas:
-    (void)ncclx_arenas_free(&ctx->arenas, NULL);
-    if (ctx->loopback != NULL) {
-        (void)ncclx_loopback_release(ctx->loopback);
-        ctx->loopback = NULL;
+}
+
+static ncclxResult_t ncclx_loopback_resolve_peers(struct ncclxContext *ctx)
+{
+    struct ncclx_loopback *team = ctx->loopback;
+    ncclxResult_t res = ncclxSuccess;
+    void **peers = malloc(team->ranks * sizeof(void *));
+    if (peers == NULL) {
+        return NCCLX_ERROR(ncclxOutOfMemory, "loopback peer table: out of host memory");
     }
-err_destroy_stream:
-    (void)cudaStreamDestroy(ctx->stream);
-err:
+    for (uint32_t p = 0; p < team->ranks; p++) {
+        peers[p] = ncclx_loopback_slice(team, p);
+    }
+    /* Synchronous: peers is freed right after. */
+    NCCLX_CUDA_CHECK_GOTO(
+        cudaMemcpy(ctx->peer_table, peers, team->ranks * sizeof(void *), cudaMemcpyHostToDevice),
+        res, out);
+out:
+    free(peers);
+    return res;
+}
+
+/* One process builds the ranks one after the other, each waiting for its stream, and
+ * ncclxLoopbackInit returns after the last: nobody can write to a rank that is not ready. */
+static ncclxResult_t ncclx_loopback_barrier(struct ncclxContext *ctx)
+{
+    (void)ctx;
+    return ncclxSuccess;
+}
+
+static ncclxResult_t ncclx_loopback_sym_free(struct ncclxContext *ctx)
+{
+    ncclxResult_t res = ncclxSuccess;
+    if (ctx->loopback_ref) {
+        res = ncclx_loopback_release(ctx->loopback);
+        ctx->loopback_ref = 0;
+    }
+    ctx->loopback = NULL;
+    ctx->arenas.base[NCCLX_MEM_SYMMETRIC] = NULL;
+    return res;
+}
+
+const ncclx_symmetric_ops_t ncclx_loopback_ops = {
+    "loopback slice",       ncclx_loopback_sym_alloc, ncclx_loopback_resolve_peers,
+    ncclx_loopback_barrier, ncclx_loopback_sym_free,
+};
+
+/* ---- the team ---- */
+
+/* One rank: a context like any other, on the team's block. */
+static ncclxResult_t ncclx_loopback_rank(const ncclx_plan_norm_t *norm, uint32_t rank,
+                                         int cuda_device, struct ncclx_loopback *team,
+                                         ncclxContext_t *out)
+{
+    ncclxResult_t res = ncclxSuccess;
+    struct ncclxContext *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
+    }
+    ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
+    ctx->norm = *norm;
+    ctx->rank = (int)rank;
+    ctx->cuda_device = cuda_device;
+    ctx->loopback = team;
+    NCCLX_CHECK_GOTO(ncclx_context_default_blocks(ctx, (int)team->ranks), res, err_free);
+    NCCLX_CHECK_GOTO(ncclx_context_open(ctx), res, err_teardown);
+    NCCLX_CHECK_GOTO(ncclx_context_build(ctx, &ncclx_loopback_ops), res, err_teardown);
+    *out = ctx;
+    return ncclxSuccess;
+err_teardown:
+    (void)ncclx_context_teardown(ctx);
+err_free:
+    free(ctx);
     return res;
 }
 
@@ -100,18 +158,17 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
     ncclxTeam_t team = NCCLX_TEAM_INIT;
     ncclx_plan_norm_t *norm = NULL;
     struct ncclx_loopback *shared = NULL;
-    ncclxContext_t made[1024];
+    ncclxContext_t made[NCCLX_LOOPBACK_MAX_RANKS];
     uint32_t done = 0;
     ncclxResult_t res = ncclxSuccess;
     if (plan == NULL || contexts == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: %s is NULL",
                            plan == NULL ? "plan" : "contexts");
     }
-    if (num_ranks < 1 || num_ranks > 1024) {
+    if (num_ranks < 1 || num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
         return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxLoopbackInit: num_ranks=%u is outside "
-                           "[1, 1024]",
-                           num_ranks);
+                           "ncclxLoopbackInit: num_ranks=%u is outside [1, %u]", num_ranks,
+                           NCCLX_LOOPBACK_MAX_RANKS);
     }
     NCCLX_CHECK(ncclxEnvValidate());
     /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
@@ -124,34 +181,31 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
     if (norm == NULL) {
         return NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
     }
+    /* The plan is imported once, for every rank. */
     NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, norm), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(cuda_device), res, out);
     {
-        ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
-        NCCLX_CHECK_GOTO(ncclxPlanComputeSizes(plan, &team, &sizes), res, out);
+        ncclx_layout_t layout;
+        ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
+        if (regions == NULL) {
+            res = NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
+            goto out;
+        }
+        ncclx_layout_init_measure(&layout, NULL, NULL);
+        res = ncclx_plan_layout(&layout, norm, regions);
+        free(regions);
+        if (res != ncclxSuccess) {
+            goto out;
+        }
         /* Slices start on 4 KiB so every rank's regions keep their alignment. */
         NCCLX_CHECK_GOTO(
-            ncclx_loopback_alloc(ncclx_align_up(sizes.total[NCCLX_MEM_SYMMETRIC], 4096), num_ranks,
-                                 &shared),
+            ncclx_loopback_alloc(ncclx_align_up(layout.arena[NCCLX_MEM_SYMMETRIC].used, 4096),
+                                 num_ranks, &shared),
             res, out);
-        shared->refs = 1; /* ours, dropped below */
     }
     for (done = 0; done < num_ranks; done++) {
-        struct ncclxContext *ctx = calloc(1, sizeof(*ctx));
-        if (ctx == NULL) {
-            res = NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
-            goto err_finalize;
-        }
-        ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
-        ctx->rank = (int)done;
-        ctx->cuda_device = cuda_device;
-        NCCLX_CHECK_GOTO(ncclx_context_default_blocks(ctx, (int)num_ranks), res, err_free_ctx);
-        NCCLX_CHECK_GOTO(ncclx_loopback_rank(ctx, plan, &team, shared), res, err_free_ctx);
-        made[done] = ctx;
-        continue;
-    err_free_ctx:
-        free(ctx);
-        goto err_finalize;
+        NCCLX_CHECK_GOTO(ncclx_loopback_rank(norm, done, cuda_device, shared, &made[done]), res,
+                         err_finalize);
     }
     memcpy(contexts, made, num_ranks * sizeof(made[0]));
     NCCLX_INFO("loopback team of %u ranks on CUDA device %d", num_ranks, cuda_device);
