@@ -8,10 +8,9 @@
  *   dispatch receive area [2][R][T] messages of msg_bytes: (parity, source, slot)
  *   combine receive area  [2][T][combine_slots] rows of combine_slot_bytes: (parity, token, j)
  *   signals               [2][R] x {dispatch, combine} uint64: (parity, source)
- * A message is a 16-byte header (source token, rank order j of this destination among the
- * token's destinations), K top-k entries (int32 expert, float weight), then the payload: the
- * token row, and from payload_scale_offset the scale row.  A signal holds
- * (sequence + 1) << 32 | message count: a receiver waits until the sequence matches its own.
+ *   mask words (enable_mask) clean round one [R] uint64, clean round two [R] uint64, and
+ *                         evicted [R] uint32 (rank r was masked by some rank's timeout)
+ * The message and signal formats are in ep_ll_wire.h; docs/ep-ll.md lists every word.
  */
 #ifndef NCCLX_KERNELS_EP_LL_H_
 #define NCCLX_KERNELS_EP_LL_H_
@@ -21,24 +20,35 @@
 
 #include <cuda_runtime_api.h>
 
+#include "ep_ll_wire.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define NCCLX_EP_MSG_HEADER 16
-#define NCCLX_EP_THREADS    512
+#define NCCLX_EP_THREADS 512
 
-/* Group state in private device memory (NCCLX_EP_DEV_STATE_BYTES): sequence numbers advance
- * once per completed operation, arrive counters find the last block of a grid. */
+/* An arrive counter that elects the last block of a grid: count grows by one per block and
+ * may wrap; base is where the current launch started (set by the last block of the previous
+ * launch), so any grid size and any number of launches elect exactly one block. */
+typedef struct {
+    unsigned int count;
+    unsigned int base;
+} ncclx_ep_arrive_t;
+
+/* Group state in private device memory (NCCLX_EP_DEV_STATE_BYTES).  Sequence numbers are
+ * read and advanced only through op_begin/op_end (ep_ll_common.cuh) and reset by a clean. */
 typedef struct {
     unsigned long long dispatch_seq;
     unsigned long long combine_seq;
-    unsigned int dispatch_arrive;
-    unsigned int combine_arrive;
-    unsigned int unpack_arrive;
-    unsigned int reduce_arrive;
-    unsigned int error;             /* NCCLX_EP_ERROR_* bits, also mirrored to the mapped status */
-    unsigned long long clean_epoch; /* mask cleans completed (the clean barrier's generation) */
+    ncclx_ep_arrive_t dispatch_arrive;
+    ncclx_ep_arrive_t combine_arrive;
+    ncclx_ep_arrive_t unpack_arrive;
+    ncclx_ep_arrive_t reduce_arrive;
+    unsigned int error; /* NCCLX_EP_ERROR_* bits, published to the mapped status */
+    unsigned int reserved;
+    unsigned long long clean_epoch; /* generation of the last clean every answering rank finished */
+    unsigned long long clean_high;  /* highest generation any clean of this rank agreed on */
 } ncclx_ep_dev_state_t;
 
 /* What every LL kernel of a group needs. */
@@ -48,21 +58,25 @@ typedef struct {
     int blocks;                                  /* grid size of the data-moving kernels */
     void *const *peers;                          /* device: symmetric arena base of each rank */
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
-    size_t msg_bytes, payload_scale_offset;
+    size_t msg_bytes;
     size_t combine_slot_bytes;
     int combine_slots;
     ncclx_ep_dev_state_t *state; /* device */
     unsigned int *status;        /* device view of the mapped status: error bits */
     unsigned long long timeout_ns;
+    /* Per (direction, source): what this rank concluded about the source in the current
+     * operation, (tag << 32 | count + 1), 0 in the low word = not counted.  Every block and
+     * thread of the rank uses the one answer. */
+    unsigned long long *decisions; /* device [2][R] */
     /* Masking (NULL / unused without it): inactive[r] != 0 when rank r is masked out (zeroed
-     * arenas = every rank active); clean_barrier is a symmetric [R] uint64 region. */
+     * arenas = every rank active); mask_words is the symmetric region described above. */
     int *inactive;
-    size_t clean_barrier;
+    size_t mask_words;
 } ncclx_ep_ll_group_desc_t;
 
 /* One handle's device memory (see ncclx_ep_ll_handle_layout_t). */
 typedef struct {
-    int32_t *idx, *route, *ndest, *send_count, *recv_count, *expert_count, *recv_tok, *recv_pos;
+    int32_t *idx, *route, *send_count, *recv_count, *recv_tok, *recv_pos;
     int num_tokens, topk, expert_major, global_ids;
 } ncclx_ep_ll_handle_desc_t;
 
@@ -79,6 +93,7 @@ typedef struct {
     int recipe;           /* NCCLX_EP_RECIPE_* */
     int round_scales;
     int out_idx_int64; /* rank-major out_topk_idx is INT64 */
+    unsigned op;       /* operation word (ep_ll_wire.h): checked by every receiver */
 } ncclx_ep_ll_dispatch_desc_t;
 
 typedef struct {
@@ -86,6 +101,7 @@ typedef struct {
     const float *topk_weights; /* EM [num_tokens, K] */
     void *out;                 /* [num_tokens, H] */
     int dtype;                 /* BF16, FP16 or FP32 (ncclxDataType_t values) */
+    unsigned op;               /* combine operation word (ep_ll_wire.h) */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */
@@ -121,12 +137,18 @@ cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
 cudaError_t ncclx_ep_ll_launch_mask_query(const ncclx_ep_ll_group_desc_t *g, int32_t *out,
                                           cudaStream_t stream);
 
-/** Sets the mask from mask [ranks] (host int32, 0 or 1; read now, applied in stream order). */
+/** Masks the ranks whose entry of mask [ranks] (host int32, 0 or 1; read now) is 0, in stream
+ *  order.  Never re-activates a rank: only a clean does. */
 cudaError_t ncclx_ep_ll_launch_mask_update(const ncclx_ep_ll_group_desc_t *g, const int32_t *mask,
                                            cudaStream_t stream);
 
 /** Collective: barrier, reset signals / sequence numbers / mask, barrier. */
 cudaError_t ncclx_ep_ll_launch_mask_clean(const ncclx_ep_ll_group_desc_t *g, cudaStream_t stream);
+
+/** Clears the error bits `bits` of the group (device word and mapped status) in stream order;
+ *  bits reported by other kernels meanwhile survive. */
+cudaError_t ncclx_ep_ll_launch_clear_error(const ncclx_ep_ll_group_desc_t *g, unsigned bits,
+                                           cudaStream_t stream);
 
 /* Load each file's kernels now (see ncclx_kernels_load, which calls them). */
 cudaError_t ncclx_ep_ll_route_load(void);

@@ -6,7 +6,8 @@
  * area at (token, k) (expert-major) or (token, rank order) (rank-major); the grid's last
  * block signals every rank.  Receive: wait for every rank, then reduce each token's rows in a
  * fixed order in float64 and round once to the output dtype, so results are bitwise
- * reproducible; the last block advances the group's combine sequence number.
+ * reproducible; the last block ends the operation (op_end).  Which ranks arrived is decided
+ * once per rank (wait_source), so every block reduces over the same rows.
  */
 #include "ep_ll_common.cuh"
 
@@ -32,18 +33,26 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {
-    const unsigned long long seq = g.state->combine_seq;
-    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    __shared__ LiveView view;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->combine_seq);
+    const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
     const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
     const char *expert_out = static_cast<const char *>(a.expert_out);
     for (int u = warp; u < g.ranks * T * chunks; u += warps) {
         const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        if (i >= received(g, h, s)) {
+        const int tok = i < h.recv_count[s] ? h.recv_tok[m] : NCCLX_EP_TOKEN_DROPPED;
+        if (tok == NCCLX_EP_TOKEN_DROPPED || !view.has(s)) {
             continue;
         }
-        const int tok = h.recv_tok[m], t = tok & 0xffff, order = tok >> 16;
+        // Rows land in slots that the source reuses for other tokens in later operations:
+        // once a peer has evicted this rank (it was late), it must not write one more row.
+        if (__any_sync(0xffffffffu, self_out(g))) {
+            break;
+        }
+        const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
         const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
         char *peer = peer_base(g, s);
         LaneTargets to;
@@ -64,12 +73,12 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane);
         }
     }
-    if (last_block(&g.state->combine_arrive)) {
+    if (last_block(&g.state->combine_arrive) && !self_out(g)) {
         for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-            if (!rank_live(g, d)) {
-                continue;
+            if (view.has(d)) {
+                st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
+                               ncclx_ep_signal_word(op.tag, a.op, 0));
             }
-            st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1), (seq + 1) << 32);
         }
     }
 }
@@ -130,22 +139,23 @@ __device__ __forceinline__ void store8(char *p, int dtype, const double x[kElems
 }
 
 // The rows that make out[t]: bit q of the result is set when row q of the token's combine
-// slots counts.  Expert-major: row q is top-k
-// entry q (skipped for -1 and for experts on masked ranks).  Rank-major: row q is the q-th
-// destination rank in rank order (every destination counts in the order, masked or not, as
-// in dispatch), pre-weighted.
+// slots counts.  Expert-major: row q is top-k entry q (skipped for -1 and for experts on
+// ranks that did not arrive in this combine).  Rank-major: row q is the q-th destination
+// rank in rank order (every destination counts in the order, arrived or not, as in
+// dispatch), pre-weighted.  `arrived` is the rank's one answer (wait_source) per source.
 __device__ __forceinline__ unsigned token_rows(const ncclx_ep_ll_group_desc_t &g,
-                                               const ncclx_ep_ll_handle_desc_t &h, int t, int lane)
+                                               const ncclx_ep_ll_handle_desc_t &h,
+                                               const LiveView &arrived, int t, int lane)
 {
     const int K = h.topk;
     const int e = lane < K ? h.idx[t * K + lane] : -1;
     const int d = e >= 0 ? e / g.local_experts : -1;
     if (h.expert_major) {
-        return __ballot_sync(0xffffffffu, d >= 0 && rank_live(g, d));
+        return __ballot_sync(0xffffffffu, d >= 0 && arrived.has(d));
     }
     bool first;
     const int order = destination_order(d, first);
-    return __reduce_or_sync(0xffffffffu, first && rank_live(g, d) ? 1u << order : 0u);
+    return __reduce_or_sync(0xffffffffu, first && arrived.has(d) ? 1u << order : 0u);
 }
 
 // Weight of row q of token t (rank-major rows come weighted).
@@ -200,21 +210,30 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {
-    const unsigned long long seq = g.state->combine_seq;
-    const int parity = (int)(seq & 1), H = g.hidden, lane = threadIdx.x % kWarpSize;
+    __shared__ LiveView view;
+    __shared__ LiveView arrived;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->combine_seq);
+    const int parity = op.parity, H = g.hidden, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t esize = dtype_bytes(a.dtype);
     // Whole 8-element groups of 16-byte aligned rows take the vector path.
     const bool vector_rows = ((size_t)H * esize) % 16 == 0;
     char *self = peer_base(g, g.rank);
+    for (int w = threadIdx.x; w < kLiveWords; w += blockDim.x) {
+        arrived.bits[w] = 0;
+    }
+    __syncthreads();
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        wait_signal(g, signal_at(self, g, parity, s, 1), (unsigned)(seq + 1), s);
+        if (wait_source(g, kCombineDir, s, op, a.op, view.has(s)) >= 0) {
+            atomicOr(&arrived.bits[s >> 5], 1u << (s & 31));
+        }
     }
     __syncthreads();
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
-        const unsigned rows = token_rows(g, h, t, lane);
+        const unsigned rows = token_rows(g, h, arrived, t, lane);
         if (first >= H) {
             continue;
         }
@@ -248,7 +267,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
     }
     if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
-        g.state->combine_seq = seq + 1;
+        op_end(&g.state->combine_seq, op);
     }
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Device helpers shared by the LL kernels: peer addressing, signals with acquire/release at
- * system scope, bounded waits, last-block detection, and 16-byte copies.
+ * Device helpers shared by the LL kernels: peer addressing, sequence numbers (op_begin /
+ * op_end), asynchronous errors, who takes part (live views, decisions, eviction), bounded
+ * waits, last-block election, and 16-byte copies.
  */
 #ifndef NCCLX_KERNELS_EP_LL_COMMON_CUH_
 #define NCCLX_KERNELS_EP_LL_COMMON_CUH_
@@ -10,6 +11,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+
+#include <ncclx/ep.h>
+#include <ncclx/plan.h>
 
 #include "ep_ll.h"
 
@@ -20,11 +24,17 @@ constexpr int kWarpSize = 32;
 constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
 // Rows move in chunks of this many bytes (one warp step of warp_copy_to).
 constexpr size_t kChunkBytes = 4096;
-// NCCLX_EP_RECIPE_* and ncclxDataType_t values the kernels need (include/ncclx/plan.h).
-constexpr int kRecipeQuantFwd = 0x2;
-constexpr int kRecipeFp8 = 0x4;
-constexpr int kBf16 = 0, kFp16 = 1, kFp32 = 2;
-constexpr unsigned kErrorTimeout = 0x1, kErrorBadExpert = 0x2;
+// The public constants the kernels need (include/ncclx/plan.h, include/ncclx/ep.h).
+constexpr int kRecipeQuantFwd = NCCLX_EP_RECIPE_QUANT_FWD;
+constexpr int kRecipeFp8 = NCCLX_EP_RECIPE_FP8;
+constexpr int kBf16 = NCCLX_BFLOAT16, kFp16 = NCCLX_FLOAT16, kFp32 = NCCLX_FLOAT32;
+constexpr unsigned kErrorTimeout = NCCLX_EP_ERROR_TIMEOUT;
+constexpr unsigned kErrorBadExpert = NCCLX_EP_ERROR_BAD_EXPERT;
+constexpr unsigned kErrorMismatch = NCCLX_EP_ERROR_MISMATCH;
+constexpr unsigned kErrorEvicted = NCCLX_EP_ERROR_EVICTED;
+// Live views are bitmaps in shared memory: LL groups span at most NCCLX_EP_MAX_LL_RANKS.
+constexpr int kLiveWords = NCCLX_EP_MAX_LL_RANKS / 32;
+static_assert(NCCLX_EP_MAX_LL_RANKS % 32 == 0, "whole bitmap words");
 
 __device__ __forceinline__ unsigned long long globaltimer()
 {
@@ -45,6 +55,11 @@ __device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned l
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
+{
+    return *reinterpret_cast<const volatile T *>(p);
+}
+
 __device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, int peer)
 {
     return static_cast<char *>(g.peers[peer]);
@@ -57,78 +72,266 @@ signal_at(char *base, const ncclx_ep_ll_group_desc_t &g, int parity, int source,
            ((size_t)(parity * g.ranks + source) * 2 + which);
 }
 
-// Records an error for the host (mapped status) and for later kernels (device state).  The
-// device word collects every bit atomically; the host word gets the union seen so far.
+// The mask words of the rank whose symmetric arena starts at base (enable_mask only):
+// clean round one and two slots [R] uint64, then evicted [R] uint32.
+__device__ __forceinline__ unsigned long long *
+clean_slots(char *base, const ncclx_ep_ll_group_desc_t &g, int round)
+{
+    return reinterpret_cast<unsigned long long *>(base + g.mask_words) + (size_t)round * g.ranks;
+}
+
+__device__ __forceinline__ unsigned *evicted_words(char *base, const ncclx_ep_ll_group_desc_t &g)
+{
+    return reinterpret_cast<unsigned *>(clean_slots(base, g, 2));
+}
+
+// ---- one owner for sequence numbers and parity ----
+
+// The sequence number, buffer parity and wire tag of the operation a kernel works on.
+struct Op {
+    unsigned long long seq;
+    int parity;
+    unsigned tag;
+};
+
+// Every kernel of an operation reads its sequence number here...
+__device__ __forceinline__ Op op_begin(const unsigned long long *seq)
+{
+    Op op;
+    op.seq = load_volatile(seq);
+    op.parity = (int)(op.seq & 1);
+    op.tag = ncclx_ep_seq_tag(op.seq);
+    return op;
+}
+
+// ...and the operation's last kernel (one thread of its last block) ends it here.
+__device__ __forceinline__ void op_end(unsigned long long *seq, const Op &op)
+{
+    *reinterpret_cast<volatile unsigned long long *>(seq) = op.seq + 1;
+}
+
+// ---- asynchronous errors ----
+
+// Copies the device error word to the mapped host status until the copy holds what the
+// device word holds: concurrent reporters (and a clear) can land in any order, and the one
+// that writes last re-reads the word after its write, so no bit is lost.
+__device__ __forceinline__ void publish_status(const ncclx_ep_ll_group_desc_t &g, unsigned value)
+{
+    volatile unsigned *status = g.status;
+    for (;;) {
+        *status = value;
+        __threadfence_system();
+        const unsigned now = atomicOr(&g.state->error, 0u);
+        if (now == value) {
+            return;
+        }
+        value = now;
+    }
+}
+
+// Records an error for the host (mapped status) and for later kernels (device state).
 __device__ __forceinline__ void report_error(const ncclx_ep_ll_group_desc_t &g, unsigned bits)
 {
-    unsigned all = atomicOr(&g.state->error, bits) | bits;
-    volatile unsigned *status = g.status;
-    *status = *status | all;
+    const unsigned old = atomicOr(&g.state->error, bits);
+    if ((old & bits) != bits) {
+        publish_status(g, old | bits);
+    }
+}
+
+// ---- who takes part ----
+
+// A group without a mask stops exchanging once a wait of it has timed out: its sequence
+// numbers may no longer agree with its peers', so anything it read would be stale.
+__device__ __forceinline__ bool group_halted(const ncclx_ep_ll_group_desc_t &g)
+{
+    return g.inactive == nullptr && (load_volatile(&g.state->error) & kErrorTimeout) != 0;
+}
+
+// This rank is out of the group: halted, masked by its own update, or evicted by a peer.
+__device__ __forceinline__ bool self_out(const ncclx_ep_ll_group_desc_t &g)
+{
+    if (g.inactive == nullptr) {
+        return group_halted(g);
+    }
+    return load_volatile(&g.inactive[g.rank]) != 0 ||
+           load_volatile(&evicted_words(peer_base(g, g.rank), g)[g.rank]) != 0;
+}
+
+// Whether this rank exchanges with rank r now (read fresh: waits use it to stop early).
+__device__ __forceinline__ bool rank_live_now(const ncclx_ep_ll_group_desc_t &g, int r)
+{
+    if (self_out(g)) {
+        return false;
+    }
+    return g.inactive == nullptr ||
+           (load_volatile(&g.inactive[r]) == 0 &&
+            load_volatile(&evicted_words(peer_base(g, g.rank), g)[r]) == 0);
+}
+
+// A block's view of the live ranks, taken once at kernel start so that every decision of the
+// block uses the same set (a mask that changes meanwhile takes effect in the next kernel).
+struct LiveView {
+    unsigned bits[kLiveWords];
+    __device__ __forceinline__ bool has(int r) const
+    {
+        return (bits[r >> 5] >> (r & 31)) & 1u;
+    }
+};
+
+// A rank that another rank evicted is masked here too; the first to see it reports the lost
+// rank as a timeout (one of the group's waits for it ran out), so every survivor learns it.
+__device__ __forceinline__ void adopt_eviction(const ncclx_ep_ll_group_desc_t &g, int r)
+{
+    if (r != g.rank && atomicExch(&g.inactive[r], 1) == 0) {
+        report_error(g, kErrorTimeout);
+    }
+}
+
+__device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
+{
+    const bool out = self_out(g);
+    if (g.inactive != nullptr && threadIdx.x == 0 && blockIdx.x == 0) {
+        const unsigned *evicted = evicted_words(peer_base(g, g.rank), g);
+        if (evicted[g.rank] != 0) {
+            report_error(g, kErrorEvicted);
+        }
+        for (int r = 0; r < g.ranks && !out; r++) {
+            if (load_volatile(&evicted[r]) != 0 && load_volatile(&g.inactive[r]) == 0) {
+                adopt_eviction(g, r);
+            }
+        }
+    }
+    for (int w = threadIdx.x; w < (g.ranks + 31) / 32; w += blockDim.x) {
+        unsigned bits = 0;
+        for (int i = 0; i < 32 && !out; i++) {
+            const int r = w * 32 + i;
+            if (r < g.ranks && rank_live_now(g, r)) {
+                bits |= 1u << i;
+            }
+        }
+        view.bits[w] = bits;
+    }
+    __syncthreads();
+}
+
+// ---- what a rank concluded about a source ----
+
+constexpr int kDispatchDir = 0, kCombineDir = 1;
+
+// Records outcome (a count >= 0, or -1: not counted) for the source behind word in the
+// operation tagged tag, unless some thread recorded one first; returns the recorded outcome
+// and whether it was this call's.
+__device__ __forceinline__ int settle(unsigned long long *word, unsigned long long seen,
+                                      unsigned tag, int outcome, bool &mine)
+{
+    const unsigned long long want = (unsigned long long)tag << 32 | (unsigned)(outcome + 1);
+    __threadfence();
+    for (;;) {
+        const unsigned long long prev = atomicCAS(word, seen, want);
+        if (prev == seen) {
+            mine = true;
+            return outcome;
+        }
+        if ((unsigned)(prev >> 32) == tag) {
+            mine = false;
+            __threadfence();
+            return (int)(unsigned)prev - 1;
+        }
+        seen = prev;
+    }
+}
+
+// Masks rank s everywhere after a timeout: in this rank's mask, and, through every rank's
+// evicted words, for the others (their waits for s stop) and for s itself (it learns that it
+// is out and sends nothing more until a clean).
+__device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
+{
+    atomicExch(&g.inactive[s], 1);
+    for (int p = 0; p < g.ranks; p++) {
+        *reinterpret_cast<volatile unsigned *>(&evicted_words(peer_base(g, p), g)[s]) = 1u;
+    }
     __threadfence_system();
 }
 
-// Whether this rank exchanges with rank r in the current operation: both it and this rank are
-// active (a masked rank is out of the group until a clean; groups without masking: always).
-__device__ __forceinline__ bool rank_live(const ncclx_ep_ll_group_desc_t &g, int r)
+// Waits for source s's signal of operation op in direction dir and returns its count, or -1
+// when s does not count in this operation: not live, masked meanwhile, timed out, or its
+// operation word differs from want_op.  Every thread of the rank gets the same answer (the
+// first to know records it in the group's decision words), so all blocks of a kernel agree
+// on who arrived.  A timeout masks s (groups with a mask: everywhere, see evict) or halts
+// the group (without one), and is reported.
+__device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, int dir, int s,
+                                           const Op &op, unsigned want_op, bool live)
 {
-    return g.inactive == nullptr || (g.inactive[r] == 0 && g.inactive[g.rank] == 0);
-}
-
-// Messages the handle's last dispatch took from source s, 0 once s is masked: a rank masked
-// by a timeout late in a dispatch (after some of its messages were counted) contributes
-// nothing anywhere, and combine sends nothing back to it.
-__device__ __forceinline__ int received(const ncclx_ep_ll_group_desc_t &g,
-                                        const ncclx_ep_ll_handle_desc_t &h, int s)
-{
-    return rank_live(g, s) ? h.recv_count[s] : 0;
-}
-
-// Waits until source's signal carries sequence tag want; returns the message count.  Returns
-// 0 at once for a rank that is not live, and 0 after the group's timeout: the error is
-// reported and, with masking, the source is masked so that later operations skip it (other
-// threads waiting for it see the mask and stop too).
-__device__ __forceinline__ unsigned wait_signal(const ncclx_ep_ll_group_desc_t &g,
-                                                const unsigned long long *signal, unsigned want,
-                                                int source)
-{
-    if (!rank_live(g, source)) {
-        return 0;
+    unsigned long long *word = g.decisions + (size_t)dir * g.ranks + s;
+    const unsigned long long seen = load_volatile(word);
+    bool mine;
+    if ((unsigned)(seen >> 32) == op.tag) {
+        __threadfence();
+        return (int)(unsigned)seen - 1;
     }
+    if (!live) {
+        return settle(word, seen, op.tag, -1, mine);
+    }
+    const unsigned long long *signal =
+        signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
-        unsigned long long v = ld_acquire_sys(signal);
-        if ((unsigned)(v >> 32) == want) {
-            return (unsigned)v;
+        const unsigned long long v = ld_acquire_sys(signal);
+        if (ncclx_ep_signal_tag(v) == op.tag) {
+            const bool match = ncclx_ep_signal_op(v) == want_op;
+            const int got =
+                settle(word, seen, op.tag, match ? (int)ncclx_ep_signal_count(v) : -1, mine);
+            if (mine && !match) {
+                report_error(g, kErrorMismatch);
+            }
+            return got;
         }
         if ((spins & 1023) == 0) {
-            unsigned long long now = globaltimer();
-            if (g.inactive != nullptr &&
-                *reinterpret_cast<volatile int *>(&g.inactive[source]) != 0) {
-                return 0;
+            const unsigned long long now = globaltimer();
+            const unsigned long long decided = load_volatile(word);
+            if ((unsigned)(decided >> 32) == op.tag) {
+                __threadfence();
+                return (int)(unsigned)decided - 1;
+            }
+            if (!rank_live_now(g, s)) {
+                if (g.inactive != nullptr && !self_out(g)) {
+                    adopt_eviction(g, s);
+                }
+                return settle(word, seen, op.tag, -1, mine);
             }
             if (start == 0) {
                 start = now;
             } else if (now - start > g.timeout_ns) {
-                if (g.inactive != nullptr) {
-                    atomicExch(&g.inactive[source], 1);
+                const int got = settle(word, seen, op.tag, -1, mine);
+                if (mine) {
+                    if (g.inactive != nullptr) {
+                        evict(g, s);
+                    }
+                    report_error(g, kErrorTimeout);
                 }
-                report_error(g, kErrorTimeout);
-                return 0;
+                return got;
             }
         }
     }
 }
 
 // True in exactly one block of the grid: the last to arrive (after every block's writes are
-// visible system-wide).  counter only grows; all launches on it use the same grid size.
-__device__ __forceinline__ bool last_block(unsigned *counter)
+// visible system-wide).  The counter may hold any value and wrap; base is where this launch
+// started, so the election holds for any grid size and any number of launches.
+__device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
 {
     __shared__ bool is_last;
     __syncthreads();
     if (threadIdx.x == 0) {
+        // Read before this block arrives: the last block moves base only after every block
+        // of this launch has arrived.
+        const unsigned base = load_volatile(&arrive->base);
         __threadfence_system();
-        unsigned ticket = atomicAdd(counter, 1u);
-        is_last = ((ticket + 1) % gridDim.x) == 0;
+        const unsigned ticket = atomicAdd(&arrive->count, 1u);
+        is_last = ticket - base == gridDim.x - 1;
+        if (is_last) {
+            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
+        }
     }
     __syncthreads();
     if (is_last) {

@@ -6,7 +6,7 @@
  * last block then signals every rank with its message count.  Receive: wait for every
  * source and record each message's token (meta), number the rows of each local expert in
  * (source, token) order (positions, expert-major only), then copy the messages into the
- * caller's outputs (unpack); unpack's last block advances the group's sequence number.
+ * caller's outputs (unpack); unpack's last block ends the operation (op_end).
  */
 #include <cub/block/block_scan.cuh>
 
@@ -19,12 +19,17 @@ namespace
 
 __device__ __forceinline__ size_t payload_offset(const ncclx_ep_ll_group_desc_t &g)
 {
-    return NCCLX_EP_MSG_HEADER + (((size_t)g.max_topk * 8 + 15) & ~(size_t)15);
+    return ncclx_ep_msg_payload_offset((uint32_t)g.max_topk);
 }
 
 __device__ __forceinline__ size_t scale_offset(const ncclx_ep_ll_dispatch_desc_t &a)
 {
-    return (a.out_row_bytes + 15) & ~(size_t)15;
+    return ncclx_ep_msg_scale_offset(a.out_row_bytes);
+}
+
+__device__ __forceinline__ const int2 *topk_entries(const char *msg)
+{
+    return reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER_BYTES);
 }
 
 __device__ __forceinline__ char *message_at(char *base, const ncclx_ep_ll_group_desc_t &g,
@@ -44,8 +49,8 @@ struct TokenRoute {
 };
 
 __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t &g,
-                                                  const ncclx_ep_ll_handle_desc_t &h, int t,
-                                                  int parity, int lane)
+                                                  const ncclx_ep_ll_handle_desc_t &h,
+                                                  const LiveView &view, int t, int parity, int lane)
 {
     TokenRoute r;
     int slot = -1;
@@ -58,7 +63,7 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
     const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
     bool first;
     r.order = destination_order(d, first);
-    const bool send = first && rank_live(g, d);
+    const bool send = first && view.has(d);
     r.msgs.lanes = __ballot_sync(0xffffffffu, send);
     r.msgs.mine = send ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
     return r;
@@ -66,8 +71,8 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
 
 // Header and top-k entries of token t into every destination's message.
 __device__ __forceinline__ void write_headers(const ncclx_ep_ll_handle_desc_t &h,
-                                              const ncclx_ep_ll_dispatch_desc_t &a, int t,
-                                              const TokenRoute &r, int lane)
+                                              const ncclx_ep_ll_dispatch_desc_t &a, const Op &op,
+                                              int t, const TokenRoute &r, int lane)
 {
     float w = 0.0f;
     if (lane < h.topk && a.topk_weights != nullptr) {
@@ -79,10 +84,10 @@ __device__ __forceinline__ void write_headers(const ncclx_ep_ll_handle_desc_t &h
         char *msg = target_of(r.msgs, j);
         const int order = __shfl_sync(0xffffffffu, r.order, j);
         if (lane == 0) {
-            *reinterpret_cast<int4 *>(msg) = make_int4(t, order, 0, 0);
+            *reinterpret_cast<int4 *>(msg) = make_int4(t, order, (int)a.op, (int)op.tag);
         }
         if (lane < h.topk) {
-            reinterpret_cast<int2 *>(msg + NCCLX_EP_MSG_HEADER)[lane] = entry;
+            reinterpret_cast<int2 *>(msg + NCCLX_EP_MSG_HEADER_BYTES)[lane] = entry;
         }
     }
 }
@@ -160,21 +165,23 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
-    const unsigned long long seq = g.state->dispatch_seq;
-    const int parity = (int)(seq & 1), lane = threadIdx.x % kWarpSize;
+    __shared__ LiveView view;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int parity = op.parity, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const bool fp8 = a.recipe == kRecipeFp8;
     const size_t in_row = a.row_bytes, poff = payload_offset(g);
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, c = u % chunks;
-        const TokenRoute r = route_token(g, h, t, parity, lane);
+        const TokenRoute r = route_token(g, h, view, t, parity, lane);
         LaneTargets payload = r.msgs;
         payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
         const char *src = static_cast<const char *>(a.tokens) + (size_t)t * in_row;
         size_t begin = (size_t)c * kChunkBytes, end = min(in_row, begin + kChunkBytes);
         if (c == 0) {
-            write_headers(h, a, t, r, lane);
+            write_headers(h, a, op, t, r, lane);
             if (a.recipe == kRecipeQuantFwd && a.scale_bytes > 0) {
                 const char *s = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
                 for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
@@ -192,52 +199,68 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             warp_copy_to(payload, src, begin, end, lane);
         }
     }
-    if (last_block(&g.state->dispatch_arrive)) {
+    // A rank evicted while it sent signals nothing: its peers have masked it already.
+    if (last_block(&g.state->dispatch_arrive) && !self_out(g)) {
         for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-            if (!rank_live(g, d)) {
-                continue;
+            if (view.has(d)) {
+                st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0),
+                               ncclx_ep_signal_word(op.tag, a.op, (unsigned)h.send_count[d]));
             }
-            unsigned long long v = ((seq + 1) << 32) | (unsigned)h.send_count[d];
-            st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0), v);
         }
     }
 }
 
-// One thread per (source, slot): wait for the source, record the message's token.
+// One thread per (source, slot): learn what the source sent (wait_source: the same answer
+// for every thread), then check and record the message's token.  A message whose header
+// carries another operation word or tag is dropped and reported, never read.
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_meta_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
-    const unsigned long long seq = g.state->dispatch_seq;
-    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk;
+    __shared__ LiveView view;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int T = g.max_tokens, K = h.topk;
     char *self = peer_base(g, g.rank);
     for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < g.ranks * T;
          m += gridDim.x * blockDim.x) {
         const int s = m / T, i = m % T;
-        unsigned count = wait_signal(g, signal_at(self, g, parity, s, 0), (unsigned)(seq + 1), s);
-        count = min(count, (unsigned)T);
+        const int got = wait_source(g, kDispatchDir, s, op, a.op, view.has(s));
+        const int count = got < 0 ? 0 : min(got, T);
         if (i == 0) {
-            h.recv_count[s] = (int)count;
+            h.recv_count[s] = count;
             if (!h.expert_major) {
-                a.out_counts[s] = (int)count;
+                a.out_counts[s] = count;
             }
         }
-        if ((unsigned)i >= count) {
+        if (i >= count) {
             continue;
         }
-        const char *msg = message_at(self, g, parity, s, i);
-        int4 header = *reinterpret_cast<const int4 *>(msg);
-        h.recv_tok[m] = (header.x & 0xffff) | (header.y << 16);
+        const char *msg = message_at(self, g, op.parity, s, i);
+        const int4 header = *reinterpret_cast<const int4 *>(msg);
+        const bool valid = (unsigned)header.z == a.op && (unsigned)header.w == op.tag;
+        if (!valid) {
+            report_error(g, kErrorMismatch);
+        }
+        h.recv_tok[m] = valid ? ncclx_ep_pack_token(header.x, header.y) : NCCLX_EP_TOKEN_DROPPED;
         if (h.expert_major) {
-            const int2 *entries = reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER);
+            const int2 *entries = topk_entries(msg);
             for (int k = 0; k < K; k++) {
-                int e = entries[k].x;
-                if (e < 0 || e / g.local_experts != g.rank) {
+                const int e = entries[k].x;
+                if (!valid || e < 0 || e / g.local_experts != g.rank) {
                     h.recv_pos[(size_t)m * K + k] = -1;
                 }
             }
         }
     }
+}
+
+// Whether message m of the handle's last dispatch was received and accepted.
+__device__ __forceinline__ bool accepted(const ncclx_ep_ll_group_desc_t &g,
+                                         const ncclx_ep_ll_handle_desc_t &h, int m)
+{
+    return m % g.max_tokens < h.recv_count[m / g.max_tokens] &&
+           h.recv_tok[m] != NCCLX_EP_TOKEN_DROPPED;
 }
 
 // Expert-major: one block per local expert numbers its rows in (source, slot) order.
@@ -247,7 +270,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 {
     using Scan = cub::BlockScan<int, NCCLX_EP_THREADS>;
     __shared__ typename Scan::TempStorage scan_storage;
-    const int parity = (int)(g.state->dispatch_seq & 1), T = g.max_tokens, K = h.topk;
+    const int parity = op_begin(&g.state->dispatch_seq).parity, T = g.max_tokens, K = h.topk;
     const int rows = g.ranks * T;
     char *self = peer_base(g, g.rank);
     for (int e = blockIdx.x; e < g.local_experts; e += gridDim.x) {
@@ -257,9 +280,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             const int m = m0 + threadIdx.x;
             const int2 *entries = nullptr;
             int mine = 0, pos = 0, total = 0;
-            if (m < rows && m % T < received(g, h, m / T)) {
-                entries = reinterpret_cast<const int2 *>(message_at(self, g, parity, m / T, m % T) +
-                                                         NCCLX_EP_MSG_HEADER);
+            if (m < rows && accepted(g, h, m)) {
+                entries = topk_entries(message_at(self, g, parity, m / T, m % T));
                 for (int k = 0; k < K; k++) {
                     mine |= entries[k].x == expert;
                 }
@@ -276,7 +298,6 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             base += total;
         }
         if (threadIdx.x == 0) {
-            h.expert_count[e] = base;
             a.out_counts[e] = base;
         }
     }
@@ -285,12 +306,12 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
                                        const ncclx_ep_ll_handle_desc_t &h,
                                        const ncclx_ep_ll_dispatch_desc_t &a, const char *msg, int m,
-                                       int lane)
+                                       bool valid, int lane)
 {
-    const int2 *entries = reinterpret_cast<const int2 *>(msg + NCCLX_EP_MSG_HEADER);
+    const int2 *entries = topk_entries(msg);
     if (lane < h.topk) {
-        int e = entries[lane].x;
-        bool mine = e >= 0 && e / g.local_experts == g.rank;
+        const int e = valid ? entries[lane].x : -1;
+        const bool mine = e >= 0 && e / g.local_experts == g.rank;
         long long id = mine ? (h.global_ids ? e : e - g.rank * g.local_experts) : -1;
         size_t at = (size_t)m * h.topk + lane;
         if (a.out_idx_int64) {
@@ -307,18 +328,25 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_unpack_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                            ncclx_ep_ll_dispatch_desc_t a)
 {
-    const unsigned long long seq = g.state->dispatch_seq;
-    const int parity = (int)(seq & 1), T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
     const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
     char *self = peer_base(g, g.rank);
     for (int u = warp; u < g.ranks * T * chunks; u += warps) {
         const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        if (i >= received(g, h, s)) {
+        if (i >= h.recv_count[s]) {
             continue;
         }
         const char *msg = message_at(self, g, parity, s, i);
+        if (h.recv_tok[m] == NCCLX_EP_TOKEN_DROPPED) {
+            // Rank-major: the row's top-k entries say that it holds nothing.
+            if (!h.expert_major && c == 0) {
+                unpack_rank_major_meta(g, h, a, msg, m, false, lane);
+            }
+            continue;
+        }
         // The output rows of this message: one per distinct local expert (expert-major),
         // held one per lane, or the message's own row (rank-major).
         LaneTargets to;
@@ -348,19 +376,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             }
         }
         if (!h.expert_major) {
-            unpack_rank_major_meta(g, h, a, msg, m, lane);
+            unpack_rank_major_meta(g, h, a, msg, m, true, lane);
         }
     }
-    if (last_block(&g.state->unpack_arrive)) {
-        // Rank-major counts were written while waiting; a source masked since then has none.
-        for (int s = threadIdx.x; s < g.ranks && !h.expert_major; s += blockDim.x) {
-            if (!rank_live(g, s)) {
-                a.out_counts[s] = 0;
-            }
-        }
-        if (threadIdx.x == 0) {
-            g.state->dispatch_seq = seq + 1;
-        }
+    if (last_block(&g.state->unpack_arrive) && threadIdx.x == 0) {
+        op_end(&g.state->dispatch_seq, op);
     }
 }
 

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * LL active mask: query, update and clean.  The mask lives in the group's private device
- * memory as inactive[r] (0 = active, so zeroed arenas start with every rank active); LL
- * kernels set inactive[r] when a wait on r times out and skip inactive ranks from then on.
+ * LL active mask: query, update, clean, and the clear of the asynchronous error word.  The
+ * mask lives in the group's private device memory as inactive[r] (0 = active, so zeroed
+ * arenas start with every rank active); the symmetric evicted words tell every rank (the late
+ * one too) which ranks some rank masked after a timeout.  LL kernels skip both.
  *
- * Clean is collective: every rank that takes part writes its barrier generation into every
- * peer's clean barrier slot and waits for every peer's.  Round one proves that all earlier
- * operations of all ranks are over (each rank enters clean in stream order), so no stale
- * signal is still in flight; then each rank zeroes its own signals and sequence numbers and
- * marks active every rank that answered; round two keeps anyone from sending new data before
- * every receiver has reset.  A rank that does not answer within the group's timeout stays
- * masked and the timeout is reported.
+ * Clean is collective over the ranks that call it.  Round one: each rank writes a proposed
+ * generation (its highest so far + 1) into every rank's round-one slot and waits for every
+ * slot to hold a proposal; a proposal is consumed (zeroed) once seen, and withdrawn from a
+ * rank that did not answer, so a stale one is never mistaken for a new clean.  Everyone that
+ * answered has finished every earlier operation (each rank enters clean in stream order), so
+ * nothing is in flight: each rank resets its signals, decisions, sequence numbers and
+ * evicted words and marks the answering ranks active.  The generation is the largest
+ * proposal seen.  Round two: each rank writes that generation to the ranks that answered and
+ * waits until each holds exactly it, so no one sends new data before every receiver has
+ * reset, and ranks that disagree time out instead of rejoining.  The epoch advances only when
+ * every rank of the new mask answered round two; a rank that does not answer stays masked.
  */
 #include "ep_ll_common.cuh"
 
@@ -31,78 +36,123 @@ struct MaskBits {
 __global__ void mask_query_kernel(ncclx_ep_ll_group_desc_t g, int32_t *out)
 {
     for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < g.ranks; r += gridDim.x * blockDim.x) {
-        out[r] = g.inactive[r] == 0 ? 1 : 0;
+        const bool evicted = load_volatile(&evicted_words(peer_base(g, g.rank), g)[r]) != 0;
+        out[r] = g.inactive[r] == 0 && !evicted ? 1 : 0;
     }
 }
 
+// Masks every rank whose bit is 0; a 1 leaves the entry as it is (only a clean re-admits:
+// re-activating a rank here would leave its sequence numbers out of step with this rank's).
 __global__ void mask_update_kernel(ncclx_ep_ll_group_desc_t g, MaskBits m)
 {
     for (int i = threadIdx.x; i < m.count; i += blockDim.x) {
-        g.inactive[m.base + i] = (m.bits[i / 32] >> (i % 32)) & 1u ? 0 : 1;
+        if (((m.bits[i / 32] >> (i % 32)) & 1u) == 0) {
+            g.inactive[m.base + i] = 1;
+        }
     }
 }
 
-// Waits until *p >= want; false after the group's timeout.
-__device__ bool wait_at_least(const ncclx_ep_ll_group_desc_t &g, const unsigned long long *p,
-                              unsigned long long want)
+// Waits until *p is nonzero (want == 0) or equals want; returns the value seen, 0 on timeout.
+__device__ unsigned long long wait_slot(const ncclx_ep_ll_group_desc_t &g,
+                                        const unsigned long long *p, unsigned long long want)
 {
-    unsigned long long start = globaltimer();
+    const unsigned long long start = globaltimer();
     for (unsigned spins = 1;; spins++) {
-        if (ld_acquire_sys(p) >= want) {
-            return true;
+        const unsigned long long v = ld_acquire_sys(p);
+        if (want == 0 ? v != 0 : v == want) {
+            return v;
         }
         if ((spins & 1023) == 0 && globaltimer() - start > g.timeout_ns) {
-            return false;
+            return 0;
         }
     }
 }
 
-// One barrier round at generation v over the ranks marked in inactive as taking part (0).
-// Round one (first) waits for every rank and writes the answer into inactive.
-__device__ void clean_round(const ncclx_ep_ll_group_desc_t &g, unsigned long long v, bool first)
+// Forgets every earlier operation on this rank: signals, decisions, sequence numbers.
+__device__ void reset_operations(const ncclx_ep_ll_group_desc_t &g)
 {
-    __threadfence_system();
-    __syncthreads();
-    for (int p = threadIdx.x; p < g.ranks; p += blockDim.x) {
-        char *slot =
-            peer_base(g, p) + g.clean_barrier + (size_t)g.rank * sizeof(unsigned long long);
-        st_release_sys(reinterpret_cast<unsigned long long *>(slot), v);
-    }
-    const unsigned long long *mine =
-        reinterpret_cast<const unsigned long long *>(peer_base(g, g.rank) + g.clean_barrier);
-    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        if (!first && g.inactive[s] != 0) {
-            continue;
-        }
-        const bool answered = wait_at_least(g, mine + s, v);
-        if (!answered) {
-            report_error(g, kErrorTimeout);
-        }
-        if (first || !answered) {
-            g.inactive[s] = answered ? 0 : 1;
-        }
-    }
-    __syncthreads();
-}
-
-__global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_group_desc_t g)
-{
-    const unsigned long long epoch = g.state->clean_epoch;
-    clean_round(g, 2 * epoch + 1, true);
-    // Nothing is in flight any more: forget every earlier operation.
     unsigned long long *signals =
         reinterpret_cast<unsigned long long *>(peer_base(g, g.rank) + g.signals);
     for (int i = threadIdx.x; i < 2 * g.ranks * 2; i += blockDim.x) {
         signals[i] = 0;
     }
+    for (int i = threadIdx.x; i < 2 * g.ranks; i += blockDim.x) {
+        g.decisions[i] = 0;
+    }
     if (threadIdx.x == 0) {
         g.state->dispatch_seq = 0;
         g.state->combine_seq = 0;
     }
-    clean_round(g, 2 * epoch + 2, false);
+}
+
+__global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_group_desc_t g)
+{
+    __shared__ unsigned long long generation;
+    __shared__ int complete;
+    char *self = peer_base(g, g.rank);
+    unsigned long long *round1 = clean_slots(self, g, 0), *round2 = clean_slots(self, g, 1);
+    unsigned *evicted = evicted_words(self, g);
+    const unsigned long long proposal = g.state->clean_high + 1;
     if (threadIdx.x == 0) {
-        g.state->clean_epoch = epoch + 1;
+        generation = proposal;
+        complete = 1;
     }
+    __threadfence_system();
+    __syncthreads();
+    // Round one, to every rank (a masked rank that wants back in calls clean too).
+    for (int p = threadIdx.x; p < g.ranks; p += blockDim.x) {
+        st_release_sys(&clean_slots(peer_base(g, p), g, 0)[g.rank], proposal);
+    }
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        const unsigned long long seen = wait_slot(g, round1 + s, 0);
+        if (seen != 0) {
+            atomicMax(&generation, seen);
+            round1[s] = 0; // consumed: the next clean needs a new proposal from s
+            g.inactive[s] = 0;
+        } else {
+            // Withdraw ours, so that s, arriving late, does not count this rank in.
+            st_release_sys(&clean_slots(peer_base(g, s), g, 0)[g.rank], 0);
+            g.inactive[s] = 1;
+            complete = 0;
+            report_error(g, kErrorTimeout);
+        }
+    }
+    __syncthreads();
+    reset_operations(g);
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        if (g.inactive[s] == 0) {
+            evicted[s] = 0;
+        }
+    }
+    __threadfence_system();
+    __syncthreads();
+    // Round two, among the ranks that answered: equality, not "at least".
+    const unsigned long long agreed = generation;
+    for (int p = threadIdx.x; p < g.ranks; p += blockDim.x) {
+        if (g.inactive[p] == 0) {
+            st_release_sys(&clean_slots(peer_base(g, p), g, 1)[g.rank], agreed);
+        }
+    }
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        if (g.inactive[s] == 0 && wait_slot(g, round2 + s, agreed) == 0) {
+            g.inactive[s] = 1;
+            complete = 0;
+            report_error(g, kErrorTimeout);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        g.state->clean_high = agreed;
+        if (complete) {
+            g.state->clean_epoch = agreed;
+        }
+    }
+}
+
+__global__ void clear_error_kernel(ncclx_ep_ll_group_desc_t g, unsigned bits)
+{
+    const unsigned old = atomicAnd(&g.state->error, ~bits);
+    publish_status(g, old & ~bits);
 }
 
 } // namespace
@@ -142,10 +192,18 @@ extern "C" cudaError_t ncclx_ep_ll_launch_mask_clean(const ncclx_ep_ll_group_des
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t ncclx_ep_ll_launch_clear_error(const ncclx_ep_ll_group_desc_t *g,
+                                                      unsigned bits, cudaStream_t stream)
+{
+    ncclx::clear_error_kernel<<<1, 1, 0, stream>>>(*g, bits);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t ncclx_ep_ll_mask_load(void)
 {
     const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::mask_query_kernel),
                                    reinterpret_cast<const void *>(ncclx::mask_update_kernel),
-                                   reinterpret_cast<const void *>(ncclx::mask_clean_kernel)};
+                                   reinterpret_cast<const void *>(ncclx::mask_clean_kernel),
+                                   reinterpret_cast<const void *>(ncclx::clear_error_kernel)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

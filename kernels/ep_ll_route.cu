@@ -3,7 +3,7 @@
  *
  * LL routing (handle update): one block per destination rank d numbers the tokens that go to
  * d in token order (a block-wide scan), which gives each token its slot in d's receive area.
- * Block 0 also keeps a validated copy of topk_idx and counts each token's destinations.
+ * Block 0 also keeps a validated copy of topk_idx.
  */
 #include <cub/block/block_scan.cuh>
 
@@ -53,27 +53,18 @@ __global__ void __launch_bounds__(kRouteThreads)
     if (d != 0 || !live) {
         return;
     }
-    // Block 0: the validated copy, unrouted entries, and the count of distinct destinations.
-    int ndest = 0;
+    // Block 0: the validated copy and the unrouted entries.
     for (int k = 0; k < K; k++) {
-        long long raw = static_cast<long long>(topk_idx[t * K + k]);
-        int e = expert_at(topk_idx, t * K + k, g.num_experts);
+        const long long raw = static_cast<long long>(topk_idx[t * K + k]);
+        const int e = expert_at(topk_idx, t * K + k, g.num_experts);
         if (raw != -1 && e < 0) {
             report_error(g, kErrorBadExpert);
         }
         h.idx[t * K + k] = e;
         if (e < 0) {
             h.route[t * K + k] = -1;
-            continue;
         }
-        bool first = true;
-        for (int k2 = 0; k2 < k; k2++) {
-            int e2 = expert_at(topk_idx, t * K + k2, g.num_experts);
-            first &= !(e2 >= 0 && e2 / L == e / L);
-        }
-        ndest += first;
     }
-    h.ndest[t] = ndest;
 }
 
 } // namespace

@@ -113,7 +113,20 @@ const ncclx_symmetric_ops_t ncclx_window_ops = {
 
 /* ---- the build sequence ---- */
 
-static void ncclx_context_build_groups(struct ncclxContext *ctx)
+/* Destroys what binding a group created (its event); the groups live in the host arena. */
+static ncclxResult_t ncclx_context_unbind_groups(struct ncclxContext *ctx)
+{
+    ncclxResult_t first = ncclxSuccess;
+    for (uint32_t gi = 0; gi < ctx->norm.num_groups; gi++) {
+        if (ctx->groups[gi] != NULL) {
+            first = ncclx_first_error(first, ncclx_ep_group_unbind(ctx->groups[gi]));
+            ctx->groups[gi] = NULL;
+        }
+    }
+    return first;
+}
+
+static ncclxResult_t ncclx_context_build_groups(struct ncclxContext *ctx)
 {
     for (uint32_t gi = 0; gi < ctx->norm.num_groups; gi++) {
         const ncclx_ep_group_regions_t *r = &ctx->regions.groups[gi];
@@ -130,9 +143,10 @@ static void ncclx_context_build_groups(struct ncclxContext *ctx)
                         ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_handles),
                         sizeof(ncclx_ep_handle_t), g->plan.num_handles,
                         ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_pool));
-        ncclx_ep_group_bind(g, ctx, ctx->rank, ctx->blocks);
+        NCCLX_CHECK(ncclx_ep_group_bind(g, ctx, ctx->rank, ctx->blocks));
         ctx->groups[gi] = g;
     }
+    return ncclxSuccess;
 }
 
 /* Blocks per data-moving kernel when the plan sets no sm_budget: two per SM, shared evenly
@@ -211,12 +225,14 @@ ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetri
     ctx->sym = sym;
     NCCLX_CHECK_GOTO(sym->alloc(ctx, bytes[NCCLX_MEM_SYMMETRIC]), res, err_free_arenas);
     NCCLX_CHECK_GOTO(ncclx_context_prepare_device(ctx), res, err_free_symmetric);
-    ncclx_context_build_groups(ctx);
+    NCCLX_CHECK_GOTO(ncclx_context_build_groups(ctx), res, err_unbind_groups);
     /* Every rank is ready (arenas zeroed, memory registered) before any peer writes to us. */
-    NCCLX_CHECK_GOTO(sym->barrier(ctx), res, err_free_symmetric);
+    NCCLX_CHECK_GOTO(sym->barrier(ctx), res, err_unbind_groups);
     ncclx_context_fill_info(ctx);
     return ncclxSuccess;
 
+err_unbind_groups:
+    (void)ncclx_context_unbind_groups(ctx);
 err_free_symmetric:
     (void)sym->free(ctx);
 err_free_arenas:
@@ -233,6 +249,7 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
         first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream)));
     }
     if (ctx->sym != NULL) {
+        first = ncclx_first_error(first, ncclx_context_unbind_groups(ctx));
         first = ncclx_first_error(first, ctx->sym->free(ctx));
         first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas));
         ctx->sym = NULL;

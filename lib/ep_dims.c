@@ -49,10 +49,8 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
     size_t tk = (size_t)d->tokens * d->topk, rt = (size_t)d->ranks * d->tokens;
     h->idx = ncclx_handle_piece(&cursor, tk * 4);
     h->route = ncclx_handle_piece(&cursor, tk * 4);
-    h->ndest = ncclx_handle_piece(&cursor, (size_t)d->tokens * 4);
     h->send_count = ncclx_handle_piece(&cursor, (size_t)d->ranks * 4);
     h->recv_count = ncclx_handle_piece(&cursor, (size_t)d->ranks * 4);
-    h->expert_count = ncclx_handle_piece(&cursor, (size_t)d->local_experts * 4);
     h->recv_tok = ncclx_handle_piece(&cursor, rt * 4);
     h->recv_pos = expert_major ? ncclx_handle_piece(&cursor, rt * d->topk * 4) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
@@ -80,6 +78,12 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
 {
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
     uint64_t recv_slots;
+    if (ll && team->num_ranks > NCCLX_EP_MAX_LL_RANKS) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "plan.ep_groups[%u]: an LL group spans at most %u ranks (one "
+                           "load/store domain); the team has %u",
+                           gi, NCCLX_EP_MAX_LL_RANKS, team->num_ranks);
+    }
     d->ranks = team->num_ranks;
     d->local_experts = g->num_experts / team->num_ranks;
     d->tokens = g->max_dispatch_tokens_per_rank;
@@ -103,9 +107,7 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
         d->combine_slots = d->topk < d->ranks ? d->topk : d->ranks; /* one row per rank */
     }
     d->payload_bytes = ncclx_payload_bytes(g);
-    d->dispatch_msg_bytes = NCCLX_EP_MSG_HEADER_BYTES +
-                            ncclx_align_up((size_t)d->topk * NCCLX_EP_TOPK_ENTRY_BYTES, 16) +
-                            d->payload_bytes;
+    d->dispatch_msg_bytes = ncclx_ep_msg_bytes(d->topk, d->payload_bytes);
     d->combine_elem_bytes = (g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_FLOAT32)) ? 4 : 2;
     d->combine_slot_bytes = ncclx_align_up((size_t)d->hidden * d->combine_elem_bytes, 16);
     d->handle_bytes = ncclx_handle_bytes(d, g, ll);

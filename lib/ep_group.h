@@ -27,6 +27,7 @@ struct ncclxEpHandle {
     struct ncclxEpGroup *group;
     uint32_t index;      /* slot in the group's pool */
     uint32_t live;       /* between create and destroy */
+    uint32_t routed;     /* the last routing launch succeeded: dispatch may follow */
     uint32_t dispatched; /* a dispatch completed: combine may follow */
     ncclx_ep_pending_t pending;
     ncclxEpHandleConfig_t config;
@@ -48,11 +49,31 @@ struct ncclxEpGroup {
     char *handle_memory;           /* device: num_handles * handle_layout.bytes */
     volatile uint32_t *status;     /* host view of the mapped status (error bits) */
     ncclx_ep_handle_t *send_in_flight;
+    uint8_t *masked_by_update; /* host [R] (enable_mask): ranks this rank masked by update */
+    /* One stream per group: the stream of the last operation and an event recorded after it
+     * (NULL until the group is bound), so a call on another stream can tell whether the
+     * group's earlier work is known complete. */
+    ncclxStream_t last_stream;
+    struct CUevent_st *op_done;
 };
 typedef struct ncclxEpGroup ncclx_ep_group_t;
 
-/** Fills group->desc and friends once the context's arenas exist (context setup). */
-void ncclx_ep_group_bind(ncclx_ep_group_t *group, struct ncclxContext *ctx, int rank, int blocks);
+/** Fills group->desc and friends once the context's arenas exist (context setup), and creates
+ *  the group's event; ncclx_ep_group_unbind destroys it. */
+ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *group, struct ncclxContext *ctx, int rank,
+                                  int blocks);
+ncclxResult_t ncclx_ep_group_unbind(ncclx_ep_group_t *group);
+
+/** One stream per group: refuses stream when the group's last operation ran on another
+ *  stream and is not known complete (the error names call). */
+ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *group, ncclxStream_t stream,
+                                    const char *call);
+
+/** Records that the group's latest operation was enqueued on stream. */
+ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *group, ncclxStream_t stream);
+
+/** Logs and clears a CUDA error the application left pending, before call launches. */
+void ncclx_ep_clear_stale_cuda_error(const char *call);
 
 /** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */
 ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,

@@ -14,14 +14,18 @@
 #include "ep_tensor.h"
 #include "error.h"
 #include "gpu_check.h"
+#include "log.h"
 #include "struct.h"
 
 #define BIT(t)         NCCLX_DTYPE_BIT(t)
 #define COMBINE_DTYPES (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
 #define IDX_DTYPES     (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))
 
-void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks)
+ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank,
+                                  int blocks)
 {
+    ncclxResult_t res = ncclxSuccess;
+    cudaEvent_t done = NULL;
     ncclx_ep_ll_group_desc_t *d = &g->desc;
     const ncclx_ep_group_regions_t *r = &g->regions;
     g->ctx = ctx;
@@ -43,6 +47,7 @@ void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank
     d->combine_recv = r->combine_recv;
     d->signals = r->signals;
     d->msg_bytes = g->dims.dispatch_msg_bytes;
+    d->decisions = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions);
     d->combine_slot_bytes = g->dims.combine_slot_bytes;
     d->combine_slots = (int)g->dims.combine_slots;
     d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
@@ -51,7 +56,10 @@ void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank
     d->inactive = r->mask != NCCLX_NO_REGION
                       ? (int *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->mask)
                       : NULL;
-    d->clean_barrier = r->clean_barrier;
+    d->mask_words = r->mask_words;
+    g->masked_by_update = r->host_masked != NCCLX_NO_REGION
+                              ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_masked)
+                              : NULL;
     if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
         uint64_t ms = 0;
         /* Validated by ncclxEnvValidate at init: garbage never gets here. */
@@ -59,6 +67,71 @@ void ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank
             d->timeout_ns = ms * 1000000ull;
         }
     }
+    g->last_stream = NULL;
+    NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), res, out);
+    g->op_done = done;
+out:
+    return res;
+}
+
+ncclxResult_t ncclx_ep_group_unbind(ncclx_ep_group_t *g)
+{
+    ncclxResult_t res = ncclxSuccess;
+    if (g->op_done != NULL) {
+        res = NCCLX_CUDA_STATUS(cudaEventDestroy(g->op_done));
+        g->op_done = NULL;
+    }
+    return res;
+}
+
+/*
+ * Before a launch: a CUDA error left by the application (cudaGetLastError is per thread and
+ * sticky until read) would otherwise be taken for this launch's failure, leaving the
+ * protocol out of step with what really ran.  It is logged and cleared here.
+ */
+void ncclx_ep_clear_stale_cuda_error(const char *call)
+{
+    cudaError_t stale = cudaGetLastError();
+    if (stale != cudaSuccess) {
+        NCCLX_WARN("%s: clearing a CUDA error left by an earlier call of the application: %s", call,
+                   cudaGetErrorString(stale));
+    }
+}
+
+/*
+ * One stream per group: an operation on a stream other than the last one's is refused until
+ * the group's earlier work is known complete (its event has fired), because two streams
+ * would race on the group's sequence numbers and receive buffers.
+ */
+ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *g, ncclxStream_t stream, const char *call)
+{
+    if (g->op_done == NULL || stream == g->last_stream) {
+        return ncclxSuccess;
+    }
+    cudaError_t err = cudaEventQuery(g->op_done);
+    if (err == cudaErrorNotReady) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: stream %p differs from the stream %p of EP group %u's previous "
+                           "operation, which is not complete: a group runs on one stream "
+                           "(synchronize the previous stream first)",
+                           call, (void *)stream, (void *)g->last_stream, g->index);
+    }
+    if (err != cudaSuccess) {
+        return NCCLX_ERROR(ncclxCudaError, "%s: cudaEventQuery: %s", call, cudaGetErrorString(err));
+    }
+    return ncclxSuccess;
+}
+
+/* After a successful enqueue: remember the stream and mark the end of the group's work. */
+ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *g, ncclxStream_t stream)
+{
+    ncclxResult_t res = ncclxSuccess;
+    g->last_stream = stream;
+    if (g->op_done != NULL) {
+        NCCLX_CUDA_CHECK_GOTO(cudaEventRecord(g->op_done, (cudaStream_t)stream), res, out);
+    }
+out:
+    return res;
 }
 
 ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group)
@@ -131,12 +204,18 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                            "max_dispatch_tokens_per_rank=%u",
                            what, (long long)topk_idx->shape[0], g->dims.tokens);
     }
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, call));
+    /* Whatever happens next, the previous routing and its dispatch are gone. */
+    h->routed = 0;
+    h->dispatched = 0;
     h->desc.num_tokens = (int)topk_idx->shape[0];
+    ncclx_ep_clear_stale_cuda_error(call);
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data,
                                                    topk_idx->dtype == NCCLX_INT64,
                                                    (cudaStream_t)stream),
                           res, out);
-    h->dispatched = 0;
+    h->routed = 1;
+    NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, out);
 out:
     return res;
 }
@@ -149,10 +228,8 @@ static void ncclx_handle_desc(ncclx_ep_handle_t *h)
     ncclx_ep_ll_handle_desc_t *d = &h->desc;
     d->idx = (int32_t *)(base + l->idx);
     d->route = (int32_t *)(base + l->route);
-    d->ndest = (int32_t *)(base + l->ndest);
     d->send_count = (int32_t *)(base + l->send_count);
     d->recv_count = (int32_t *)(base + l->recv_count);
-    d->expert_count = (int32_t *)(base + l->expert_count);
     d->recv_tok = (int32_t *)(base + l->recv_tok);
     d->recv_pos =
         h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + l->recv_pos) : NULL;
@@ -254,41 +331,78 @@ ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t g, uint32_t *error)
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g)
+ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g, ncclxStream_t stream)
 {
+    ncclxResult_t res = ncclxSuccess;
     if (g == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpClearAsyncError: group is NULL");
     }
-    ncclxResult_t res = ncclxSuccess;
-    /* The device word keeps the union that kernels copy to the host word: clear both. */
-    NCCLX_CUDA_CHECK_GOTO(
-        cudaMemsetAsync(&g->desc.state->error, 0, sizeof(g->desc.state->error), g->ctx->stream),
-        res, out);
-    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(g->ctx->stream), res, out);
-    *g->status = 0;
+    /* Only the bits seen now: a bit a kernel reports after this read survives the clear. */
+    const uint32_t seen = *g->status;
+    if (seen == 0) {
+        return ncclxSuccess;
+    }
+    ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream), res,
+                          out);
 out:
     return res;
 }
 
 /* ---- dispatch / combine / complete ---- */
 
-static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream)
+/*
+ * The receive half of a dispatch or combine whose send was enqueued.  If its launch fails,
+ * the operation stays pending (the send already ran: sending again would put two operations
+ * on one sequence number) and ncclxEpComplete retries the receive; the receive kernels are
+ * safe to run again because only the last one ends the operation.
+ */
+static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream,
+                                          const char *call)
+{
+    ncclx_ep_group_t *g = h->group;
+    const int dispatch = h->pending == NCCLX_EP_PENDING_DISPATCH;
+    cudaError_t err;
+    ncclx_ep_clear_stale_cuda_error(call);
+    err = dispatch ? ncclx_ep_ll_launch_dispatch_recv(&g->desc, &h->desc, &h->pending_dispatch,
+                                                      (cudaStream_t)stream)
+                   : ncclx_ep_ll_launch_combine_recv(&g->desc, &h->desc, &h->pending_combine,
+                                                     (cudaStream_t)stream);
+    if (err != cudaSuccess) {
+        g->send_in_flight = h;
+        return NCCLX_ERROR(ncclxCudaError,
+                           "%s: the receive of handle %u's %s failed to launch (%s) after its "
+                           "send ran; the operation stays in flight: call ncclxEpComplete to "
+                           "retry it",
+                           call, h->index, dispatch ? "dispatch" : "combine",
+                           cudaGetErrorString(err));
+    }
+    h->dispatched = dispatch ? 1 : h->dispatched;
+    h->pending = NCCLX_EP_PENDING_NONE;
+    g->send_in_flight = NULL;
+    return ncclx_ep_mark_stream(g, stream);
+}
+
+/* The send half; on success the operation is pending until its receive is enqueued. */
+static ncclxResult_t ncclx_launch_send(ncclx_ep_handle_t *h, ncclx_ep_pending_t what,
+                                       ncclxStream_t stream, const char *call)
 {
     ncclx_ep_group_t *g = h->group;
     ncclxResult_t res = ncclxSuccess;
-    if (h->pending == NCCLX_EP_PENDING_DISPATCH) {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_recv(
+    ncclx_ep_clear_stale_cuda_error(call);
+    if (what == NCCLX_EP_PENDING_DISPATCH) {
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_send(
                                   &g->desc, &h->desc, &h->pending_dispatch, (cudaStream_t)stream),
                               res, out);
-        h->dispatched = 1;
     } else {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_recv(
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(
                                   &g->desc, &h->desc, &h->pending_combine, (cudaStream_t)stream),
                               res, out);
     }
+    h->pending = what;
+    g->send_in_flight = h;
+    g->last_stream = stream;
 out:
-    h->pending = NCCLX_EP_PENDING_NONE;
-    g->send_in_flight = NULL;
     return res;
 }
 
@@ -296,31 +410,32 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
                               ncclxStream_t stream)
 {
     ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
-    ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
                                     NCCLX_EP_DISPATCH_ARGS_SIZE_V1, "args"));
     NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_send(&h->group->desc, &h->desc,
-                                                           &h->pending_dispatch,
-                                                           (cudaStream_t)stream),
-                          res, out);
-    h->pending = NCCLX_EP_PENDING_DISPATCH;
-    h->group->send_in_flight = h;
-    if (!a.send_only) {
-        return ncclx_launch_pending(h, stream);
+    if (!h->routed) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpDispatch: handle %u has no routing (its last routing launch "
+                           "failed): call ncclxEpHandleUpdate",
+                           h->index);
     }
-out:
-    return res;
+    NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpDispatch"));
+    /* A new dispatch replaces the handle's received routing, whatever happens next. */
+    h->dispatched = 0;
+    NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_DISPATCH, stream, "ncclxEpDispatch"));
+    if (!a.send_only) {
+        return ncclx_launch_pending(h, stream, "ncclxEpDispatch");
+    }
+    return ncclxSuccess;
 }
 
 ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args,
                              ncclxStream_t stream)
 {
     ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
-    ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpCombine"));
@@ -332,17 +447,13 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
     }
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_COMBINE_ARGS,
                                     NCCLX_EP_COMBINE_ARGS_SIZE_V1, "args"));
+    NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(
-                              &h->group->desc, &h->desc, &h->pending_combine, (cudaStream_t)stream),
-                          res, out);
-    h->pending = NCCLX_EP_PENDING_COMBINE;
-    h->group->send_in_flight = h;
+    NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_COMBINE, stream, "ncclxEpCombine"));
     if (!a.send_only) {
-        return ncclx_launch_pending(h, stream);
+        return ncclx_launch_pending(h, stream, "ncclxEpCombine");
     }
-out:
-    return res;
+    return ncclxSuccess;
 }
 
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
@@ -355,5 +466,11 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
                            "dispatch or combine in flight",
                            h->index);
     }
-    return ncclx_launch_pending(h, stream);
+    if (stream != h->group->last_stream) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpComplete: stream %p is not the stream %p of handle %u's send: "
+                           "a group runs on one stream",
+                           (void *)stream, (void *)h->group->last_stream, h->index);
+    }
+    return ncclx_launch_pending(h, stream, "ncclxEpComplete");
 }

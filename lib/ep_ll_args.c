@@ -176,6 +176,9 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     d.out_counts = a->out_counts.data;
     d.recipe = (int)a->recipe;
     d.round_scales = (int)a->round_scales;
+    /* What every receiver checks before it reads a byte of this operation's messages. */
+    d.op = ncclx_ep_op_word((uint32_t)h->desc.topk, h->desc.expert_major, a->recipe,
+                            (uint32_t)a->tokens.dtype);
     *out = d;
     return ncclxSuccess;
 }
@@ -215,6 +218,8 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     d.expert_out = a->expert_out.data;
     d.out = a->out.data;
     d.dtype = (int)a->expert_out.dtype;
+    /* The dispatch's word too: a peer that dropped this rank's messages sends no rows back. */
+    d.op = ncclx_ep_combine_op_word(h->pending_dispatch.op, (uint32_t)a->expert_out.dtype);
     *out = d;
     return ncclxSuccess;
 }

@@ -8,6 +8,8 @@
  */
 #include "ep_mask.h"
 
+#include <string.h>
+
 #include "context.h"
 #include "ep_tensor.h"
 #include "error.h"
@@ -49,6 +51,13 @@ ncclxResult_t ncclx_ep_mask_values_check(const ncclx_ep_group_t *g, const int32_
                                "(masked)",
                                r, mask[r]);
         }
+        if (mask[r] == 1 && g->masked_by_update != NULL && g->masked_by_update[r]) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpMaskUpdate: mask[%u]=1 would re-activate rank %u, which "
+                               "an earlier update of this rank masked: only ncclxEpMaskClean "
+                               "re-admits a rank (its sequence numbers must be reset)",
+                               r, r);
+        }
     }
     return ncclxSuccess;
 }
@@ -77,7 +86,7 @@ void ncclx_ep_mask_changed(ncclx_ep_group_t *g)
 
 ncclxResult_t ncclx_ep_async_check(const ncclx_ep_group_t *g, const char *call)
 {
-    uint32_t error = g->status != NULL ? *g->status : 0;
+    const uint32_t error = g->status != NULL ? *g->status : 0;
     if (g->plan.enable_mask || !(error & NCCLX_EP_ERROR_TIMEOUT)) {
         return ncclxSuccess;
     }
@@ -99,9 +108,12 @@ ncclxResult_t ncclxEpMaskQuery(ncclxEpGroup_t g, const ncclxTensor_t *mask, nccl
     const int64_t shape[1] = {g->dims.ranks};
     NCCLX_CHECK(ncclx_tensor_check(mask, "ncclxEpMaskQuery: mask", NCCLX_DTYPE_BIT(NCCLX_INT32), 1,
                                    shape, "[num_ranks]"));
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpMaskQuery"));
+    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskQuery");
     NCCLX_CUDA_CHECK_GOTO(
         ncclx_ep_ll_launch_mask_query(&g->desc, (int32_t *)mask->data, (cudaStream_t)stream), res,
         out);
+    res = ncclx_ep_mark_stream(g, stream);
 out:
     return res;
 }
@@ -113,11 +125,19 @@ ncclxResult_t ncclxEpMaskUpdate(ncclxEpGroup_t g, const int32_t *mask, uint32_t 
     NCCLX_CHECK(ncclx_ep_mask_check(g, "ncclxEpMaskUpdate"));
     NCCLX_CHECK(ncclx_ep_mask_values_check(g, mask, num_ranks));
     NCCLX_CHECK(ncclx_ep_mask_change_check(g, "ncclxEpMaskUpdate"));
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpMaskUpdate"));
     /* Before the launches: a failure after the first of several (over 1024 ranks) has already
      * changed part of the mask. */
     ncclx_ep_mask_changed(g);
+    for (uint32_t r = 0; r < num_ranks && g->masked_by_update != NULL; r++) {
+        if (mask[r] == 0) {
+            g->masked_by_update[r] = 1;
+        }
+    }
+    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskUpdate");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_update(&g->desc, mask, (cudaStream_t)stream), res,
                           out);
+    res = ncclx_ep_mark_stream(g, stream);
 out:
     return res;
 }
@@ -127,8 +147,15 @@ ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t g, ncclxStream_t stream)
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_mask_check(g, "ncclxEpMaskClean"));
     NCCLX_CHECK(ncclx_ep_mask_change_check(g, "ncclxEpMaskClean"));
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpMaskClean"));
     ncclx_ep_mask_changed(g);
+    /* Clean decides on the GPU who is back; a rank that stays out stays masked there. */
+    if (g->masked_by_update != NULL) {
+        memset(g->masked_by_update, 0, g->dims.ranks);
+    }
+    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskClean");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_clean(&g->desc, (cudaStream_t)stream), res, out);
+    res = ncclx_ep_mark_stream(g, stream);
 out:
     return res;
 }

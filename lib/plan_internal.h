@@ -15,6 +15,7 @@
 #include <ncclx/plan.h>
 
 #include "arena.h"
+#include "ep_ll_wire.h"
 
 /** A plan copied into library-sized structs. */
 typedef struct {
@@ -40,10 +41,8 @@ typedef struct {
     size_t handle_bytes;       /* one handle's private device memory (stride) */
 } ncclx_ep_dims_t;
 
-/* Fixed parts of the message and state formats (see docs/plan-sizing.md). */
-#define NCCLX_EP_MSG_HEADER_BYTES   16u  /* source token index, top-k count, epoch */
-#define NCCLX_EP_TOPK_ENTRY_BYTES   8u   /* int32 expert id + float32 weight */
-#define NCCLX_EP_SIGNAL_BYTES       16u  /* per source rank: dispatch count + combine flag */
+/* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
+ * are kernels/ep_ll_wire.h's. */
 #define NCCLX_EP_LL_BUFFERS         2u   /* LL receive areas are double-buffered */
 #define NCCLX_EP_DEV_STATE_BYTES    256u /* per group: epochs, sequence numbers, error word */
 #define NCCLX_STATUS_BYTES          64u  /* mapped host status block (async error flag, ...) */
@@ -55,14 +54,16 @@ typedef struct {
     size_t dispatch_recv; /* symmetric */
     size_t combine_recv;  /* symmetric */
     size_t signals;       /* symmetric */
-    size_t clean_barrier; /* symmetric, LL with enable_mask: mask clean's barrier slots */
+    size_t mask_words;    /* symmetric, LL with enable_mask: clean slots and evicted words */
     size_t state;         /* device */
+    size_t decisions;     /* device, LL: [2][R] what this rank concluded about each source */
     size_t mask;          /* device, LL with enable_mask */
     size_t handles;       /* device, num_handles * dims.handle_bytes */
     size_t status;        /* mapped host */
     size_t host_group;    /* host: the group struct */
     size_t host_handles;  /* host: num_handles handle structs */
     size_t host_pool;     /* host: pool bookkeeping */
+    size_t host_masked;   /* host, LL with enable_mask: [R] ranks masked by ncclxEpMaskUpdate */
 } ncclx_ep_group_regions_t;
 
 typedef struct {
@@ -106,15 +107,13 @@ ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
 /** Byte offsets of the pieces of one LL handle's device memory (see docs/plan-sizing.md). */
 typedef struct {
-    size_t idx;          /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
-    size_t route;        /* int32 [T, K]: slot of the token at the entry's destination rank */
-    size_t ndest;        /* int32 [T]: distinct destination ranks of each token */
-    size_t send_count;   /* int32 [R]: tokens sent to each rank */
-    size_t recv_count;   /* int32 [R]: tokens received from each rank */
-    size_t expert_count; /* int32 [L]: rows received per local expert */
-    size_t recv_tok;     /* int32 [R, T]: source token index | rank order << 16, per message */
-    size_t recv_pos;     /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
-    size_t bytes;        /* the whole handle, 256-byte multiple */
+    size_t idx;        /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
+    size_t route;      /* int32 [T, K]: slot of the token at the entry's destination rank */
+    size_t send_count; /* int32 [R]: tokens sent to each rank */
+    size_t recv_count; /* int32 [R]: tokens received from each rank */
+    size_t recv_tok;   /* int32 [R, T]: ncclx_ep_pack_token(token, order) or dropped */
+    size_t recv_pos;   /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
+    size_t bytes;      /* the whole handle, 256-byte multiple */
 } ncclx_ep_ll_handle_layout_t;
 
 void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,

@@ -81,9 +81,11 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
                               &r->combine_recv));
     NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals));
-    /* Never reset by a clean (it is the clean's own barrier): one generation per source. */
-    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "clean barrier",
-                         mask ? (size_t)d->ranks * sizeof(uint64_t) : 0, 1, &r->clean_barrier);
+    /* Clean's round-one and round-two slots (uint64 per source) and the evicted words (uint32
+     * per rank): never reset by a clean as a whole (see kernels/ep_ll_mask.cu). */
+    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "mask words",
+                         mask ? (size_t)d->ranks * (2 * sizeof(uint64_t) + sizeof(uint32_t)) : 0, 1,
+                         &r->mask_words);
 }
 
 static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
@@ -96,6 +98,8 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, ll && g->enable_mask, &d, r));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "arrival decisions",
+                              ll ? (size_t)2 * d.ranks * sizeof(uint64_t) : 0, 1, &r->decisions));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",
                               g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1, &r->mask));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "handle routing", d.handle_bytes,
@@ -108,6 +112,8 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
                               g->num_handles, &r->host_handles));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handle pool bookkeeping",
                               ncclx_pool_bookkeeping_bytes(g->num_handles), 1, &r->host_pool));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "ranks masked by update",
+                              ll && g->enable_mask ? d.ranks : 0, 1, &r->host_masked));
     if (d.handle_bytes > layout->per_handle[NCCLX_MEM_DEVICE]) {
         layout->per_handle[NCCLX_MEM_DEVICE] = d.handle_bytes;
     }

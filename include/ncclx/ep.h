@@ -28,9 +28,25 @@
  * the group's planned hidden (every call uses exactly it).  Entries of topk_idx equal to -1
  * are not routed; entries outside [-1, num_experts) are treated as -1 (the token's other
  * entries are still delivered) and reported by ncclxEpGetAsyncError.  Every rank passes the
- * same recipe, dtypes and scale row size to one operation.  Every call checks its arguments against
- * the group and the handle and names the offending field; nothing here allocates, and every call
- * can be captured in a CUDA graph.
+ * same top-k, layout, recipe, dtypes and scale row size to one operation: every message and
+ * signal carries an operation word, and a receiver drops (never reads) the data of a peer
+ * whose word differs and reports NCCLX_EP_ERROR_MISMATCH.  Every call checks its arguments
+ * against the group and the handle and names the offending field; nothing here allocates, and
+ * every call can be captured in a CUDA graph.
+ *
+ * Streams and threads: a group runs on one stream.  Handle create/update, dispatch, combine,
+ * complete and the mask calls of one group are refused (ncclxInvalidUsage) on a stream other
+ * than the one of the group's previous operation until that operation is known complete
+ * (synchronize the old stream before switching).  Graph replays are not seen by the library:
+ * replay a group's graph on one stream at a time, and not while eager work of the group is in
+ * flight on another.  Calls on one group (and its handles) need external synchronization
+ * between threads; different groups and contexts may be driven from different threads.
+ *
+ * Failed launches: if the receive half of a dispatch or combine fails to launch after its send
+ * ran, the operation stays in flight and ncclxEpComplete retries it (it is never sent twice);
+ * a routing launch that fails leaves the handle without routing (dispatch is refused until an
+ * update succeeds).  A CUDA error left pending by the application (cudaGetLastError) is logged
+ * and cleared before each launch, so it is not taken for the launch's failure.
  */
 #ifndef NCCLX_EP_H_
 #define NCCLX_EP_H_
@@ -185,10 +201,13 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
 ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
 
 /**
- * Clears the group's asynchronous error word (nothing else does).  It waits for the context's
- * internal stream only, not for the caller's streams.
+ * Clears, in stream order, the bits of the group's asynchronous error word that this call
+ * reads (nothing else clears them).  A bit that a kernel reports after that read, or that an
+ * operation enqueued earlier on stream reports before the clear runs, survives: no report is
+ * ever lost.  Does not wait for the GPU: the word reads 0 once the clear has run (synchronize
+ * stream to be sure).  Capturable, but a captured clear clears the bits seen at capture.
  */
-ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group);
+ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group, ncclxStream_t stream);
 
 /*
  * Active mask (LL groups planned with enable_mask).  Each rank keeps one entry per rank of
@@ -197,9 +216,15 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group);
  * NCCLX_TIMEOUT_MS), the kernel masks k, sets NCCLX_EP_ERROR_TIMEOUT and finishes without k:
  * k's tokens are not received (its counts are 0), tokens routed to k's experts contribute
  * nothing to combine, nothing is read from k's slots, and later operations neither send to
- * nor wait for k.  A rank whose own entry is 0 is out of the group: its operations exchange
- * nothing.  Groups without masking also time out instead of hanging: the error bit is set and
- * the next call on the group fails with ncclxTimeout (results are undefined from then on).
+ * nor wait for k.  The timeout also marks k evicted on every rank (through symmetric memory):
+ * the others stop waiting for k at once, and k itself, if it was only late, learns that it is
+ * out (NCCLX_EP_ERROR_EVICTED, its own mask entry reads 0) and sends nothing more, so its late
+ * rows never land in a survivor's later operation.  A rank whose own entry is 0 is out of the
+ * group: its operations exchange nothing (dispatch counts 0, combine output 0).  Every block
+ * of an operation uses the same answer for whether a rank arrived.  Groups without masking
+ * also time out instead of hanging: the error bit is set, from then on their kernels exchange
+ * nothing (no waits, counts 0, combine output 0; graph replays included), and the next call on
+ * the group fails with ncclxTimeout (finalize the context).
  *
  * All four calls below are refused (ncclxUnsupported / ncclxInvalidUsage) on HT groups and on
  * groups planned without enable_mask.  Update and clean invalidate every handle's dispatch
@@ -215,24 +240,36 @@ ncclxResult_t ncclxEpMaskQuery(ncclxEpGroup_t group, const ncclxTensor_t *mask,
                                ncclxStream_t stream);
 
 /**
- * Sets this rank's mask from host memory: num_ranks int32 values, each 0 or 1 (read during the
- * call, applied in stream order).  Masking a rank on every rank makes the group skip it.
+ * Masks, in this rank's mask, every rank whose entry of mask (host memory, num_ranks int32
+ * values, each 0 or 1, read during the call) is 0, applied in stream order.  Masking a rank on
+ * every rank makes the group skip it without a timeout.  It never re-activates a rank (only a
+ * clean does, which keeps sequence numbers in step): a 1 for a rank that an earlier update of
+ * this rank masked is refused (ncclxInvalidArgument), and a 1 for a rank masked by a timeout
+ * leaves it masked.  Captured in a graph, the mask values are baked into the graph.
  */
 ncclxResult_t ncclxEpMaskUpdate(ncclxEpGroup_t group, const int32_t *mask, uint32_t num_ranks,
                                 ncclxStream_t stream);
 
 /**
- * Collective over the ranks that are to be active afterwards (a masked rank that wants back
- * in calls it too): waits for every earlier operation of every rank, resets the receive
- * signals and sequence numbers, sets every answering rank active, and returns every rank to
- * the same epoch, so a delayed rank can rejoin the same communicator.  A rank that does not
- * call it within the group's timeout stays masked (and NCCLX_EP_ERROR_TIMEOUT is set).  Does
- * not clear the asynchronous error (ncclxEpClearAsyncError does).  Stream ordered.
+ * Collective over the ranks that are to be active afterwards (a masked or evicted rank that
+ * wants back in calls it too): waits for every earlier operation of every rank, resets the
+ * receive signals and sequence numbers, sets every answering rank active, and agrees on a new
+ * generation with every answering rank, so a delayed rank can rejoin the same communicator.
+ * A rank that does not call it within the group's timeout stays masked (and
+ * NCCLX_EP_ERROR_TIMEOUT is set); ranks that cleaned without others, or missed a clean, agree
+ * again at the next clean they all call.  Does not clear the asynchronous error
+ * (ncclxEpClearAsyncError does).  Stream ordered.
  */
 ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t group, ncclxStream_t stream);
 
 #define NCCLX_EP_ERROR_TIMEOUT    0x1u /**< a GPU wait ran past the group's timeout */
 #define NCCLX_EP_ERROR_BAD_EXPERT 0x2u /**< a topk_idx value outside [-1, num_experts) */
+/** A peer's operation did not match this rank's (top-k, layout, recipe or dtype differ, or a
+ *  message carried the wrong sequence tag): its data was dropped, not read. */
+#define NCCLX_EP_ERROR_MISMATCH 0x4u
+/** This rank was masked out by a peer (it was late past the group's timeout): it exchanges
+ *  nothing until ncclxEpMaskClean re-admits it. */
+#define NCCLX_EP_ERROR_EVICTED 0x8u
 
 #ifdef __cplusplus
 }

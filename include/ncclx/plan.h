@@ -69,6 +69,7 @@ typedef enum {
 #define NCCLX_EP_MAX_SM_BUDGET          1024u
 #define NCCLX_MAX_EP_GROUPS             64u
 #define NCCLX_MAX_RANKS                 65536u
+#define NCCLX_EP_MAX_LL_RANKS           1024u /**< an LL group spans one load/store domain */
 #define NCCLX_DEFAULT_TIMEOUT_NS        100000000000ull /**< 100 s */
 
 /**

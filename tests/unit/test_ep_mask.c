@@ -17,6 +17,7 @@ typedef struct {
     ncclx_ep_group_t group;
     ncclx_ep_handle_t handles[HANDLES];
     unsigned char bookkeeping[256];
+    uint8_t masked_by_update[R];
     volatile uint32_t status;
 } fixture_t;
 
@@ -41,6 +42,7 @@ static void make_fixture(fixture_t *f, uint32_t algorithm, uint32_t enable_mask)
     ncclx_pool_init(&f->group.handles, "EP group 2 handles", "raise num_handles", f->handles,
                     sizeof(f->handles[0]), HANDLES, f->bookkeeping);
     f->group.status = &f->status;
+    f->group.masked_by_update = enable_mask ? f->masked_by_update : NULL;
 }
 
 static void test_only_ll_groups_with_a_mask(void **state)
@@ -113,6 +115,29 @@ static void test_update_values_checked(void **state)
                        "mask[2]=-1");
 }
 
+/* Only a clean re-admits: an update may not turn back on a rank that an update masked (its
+ * sequence numbers would be out of step with this rank's). */
+static void test_update_never_reactivates(void **state)
+{
+    (void)state;
+    fixture_t f;
+    const int32_t all[R] = {1, 1, 1, 1};
+    const int32_t fresh[R] = {1, 1, 1, 0};
+    make_fixture(&f, NCCLX_EP_ALGO_LL, 1);
+    assert_ncclx_ok(ncclx_ep_mask_values_check(&f.group, all, R));
+    f.masked_by_update[1] = 1; /* what an earlier ncclxEpMaskUpdate(..{1,0,1,1}..) leaves */
+    assert_ncclx_error(ncclx_ep_mask_values_check(&f.group, all, R), ncclxInvalidArgument,
+                       "ncclxEpMaskUpdate: mask[1]=1 would re-activate rank 1, which an earlier "
+                       "update of this rank masked: only ncclxEpMaskClean re-admits");
+    assert_ncclx_error(ncclxEpMaskUpdate(&f.group, all, R, NULL), ncclxInvalidArgument,
+                       "re-activate rank 1");
+    /* Masking more (and keeping rank 1 masked) is fine. */
+    const int32_t more[R] = {1, 0, 1, 0};
+    assert_ncclx_ok(ncclx_ep_mask_values_check(&f.group, more, R));
+    assert_ncclx_error(ncclx_ep_mask_values_check(&f.group, fresh, R), ncclxInvalidArgument,
+                       "mask[1]=1");
+}
+
 static void test_changes_need_a_quiet_group_and_void_dispatches(void **state)
 {
     (void)state;
@@ -173,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_only_ll_groups_with_a_mask),
         cmocka_unit_test(test_query_tensor_checked),
         cmocka_unit_test(test_update_values_checked),
+        cmocka_unit_test(test_update_never_reactivates),
         cmocka_unit_test(test_changes_need_a_quiet_group_and_void_dispatches),
         cmocka_unit_test(test_timeout_without_mask_fails_next_call),
     };

@@ -71,12 +71,16 @@ static size_t align64(size_t v)
     return (v + 63) & ~(size_t)63;
 }
 
-/* Host class: group struct, handle structs, pool bookkeeping, each 64-byte aligned. */
-static size_t host_bytes_of_group(uint32_t handles, size_t start)
+/* Host class: group struct, handle structs, pool bookkeeping and, for LL groups with a mask,
+ * one byte per rank (ranks masked by update), each 64-byte aligned. */
+static size_t host_bytes_of_group(uint32_t handles, uint32_t mask_ranks, size_t start)
 {
     size_t off = align64(start) + sizeof(ncclx_ep_group_t);
     off = align64(off) + handles * sizeof(ncclx_ep_handle_t);
     off = align64(off) + handles * (sizeof(uint32_t) + 1);
+    if (mask_ranks > 0) {
+        off = align64(off) + mask_ranks;
+    }
     return off;
 }
 
@@ -93,24 +97,24 @@ static void test_ll_deepseek_8_ranks(void **state)
      * Dispatch receive = 2 buffers * 8 ranks * 128 tokens * 14416 = 29523968.
      * Combine receive = 2 * 128 tokens * 8 slots (expert-major: top-k) * 14336 = 29360128.
      * Signals = 2 * 8 * 16 = 256.  All offsets are 256-aligned already. */
-    /* + the mask clean's barrier: 8 ranks * 8 bytes. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull + 64ull);
+    /* + the mask words: 8 ranks * (two clean slots of 8 bytes + an evicted word of 4). */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull + 160ull);
 
     /* Device: peer table 8 * 8 = 64 at 0; context scratch 256 at 256; state 256 at 512;
-     * mask 8 * 4 = 32 at 768;
-     * handle = idx 128*8*4 = 4096 + route 4096 + ndest 128*4 = 512 + counts 2 * 32
-     *          + experts 32 * 4 = 128 + recv_tok 8*128*4 = 4096
-     *          + recv_pos (expert-major) 8*128*8*4 = 32768 = 45760 -> 256-aligned 45824;
-     *          4 handles = 183296 at 1024. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 45824ull);
-    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 45824);
+     * arrival decisions 2 * 8 * 8 = 128 at 768; mask 8 * 4 = 32 at 1024;
+     * handle = idx 128*8*4 = 4096 + route 4096 + counts 2 * 32 + recv_tok 8*128*4 = 4096
+     *          + recv_pos (expert-major) 8*128*8*4 = 32768 = 45120 -> 256-aligned 45312;
+     *          4 handles = 181248 at 1280. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1280ull + 4 * 45312ull);
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 45312);
 
     /* Mapped host: context status 64 + group status 64. */
     assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
-    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(4, 0));
+    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(4, 8, 0));
     assert_int_equal(s.per_handle[NCCLX_MEM_HOST], sizeof(ncclx_ep_handle_t));
-    /* peer table, scratch, status, 4 symmetric + state + mask + handles + status + 3 host. */
-    assert_int_equal(s.num_regions, 14);
+    /* peer table, scratch, status, 4 symmetric + state + decisions + mask + handles + status
+     * + 4 host. */
+    assert_int_equal(s.num_regions, 16);
 }
 
 static void test_ll_scales_with_ranks(void **state)
@@ -123,12 +127,12 @@ static void test_ll_scales_with_ranks(void **state)
     /* 64 ranks on 8 nodes of 8: dispatch = 2 * 64 * 128 * 14416 = 236191744; combine and
      * signals as before except signals = 2 * 64 * 16 = 2048. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
-                     236191744ull + 29360128ull + 2048ull + 64ull * 8ull);
+                     236191744ull + 29360128ull + 2048ull + 64ull * 20ull);
     /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
-     * mask 64 * 4 = 256 at 768;
-     * handle = 4096 + 4096 + 512 + 2 * 256 + 4 experts * 4 = 16 + recv_tok 64*128*4 = 32768
-     *        + recv_pos 64*128*8*4 = 262144 = 304144 -> 304384; handles at 1024. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1024ull + 4 * 304384ull);
+     * decisions 2 * 64 * 8 = 1024 at 768; mask 64 * 4 = 256 at 1792;
+     * handle = 4096 + 4096 + 2 * 256 + recv_tok 64*128*4 = 32768
+     *        + recv_pos 64*128*8*4 = 262144 = 303616 (256-aligned); handles at 2048. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 2048ull + 4 * 303616ull);
 }
 
 static void test_ht_deepseek_16_ranks_2_nodes(void **state)
@@ -147,7 +151,7 @@ static void test_ht_deepseek_16_ranks_2_nodes(void **state)
      * 17 * 4 = 68 -> 80, map total 65616 -> 65616 (16-aligned) => 196880 -> 197120;
      * 2 handles at 768. */
     assert_int_equal(s.total[NCCLX_MEM_DEVICE], 768ull + 2 * 197120ull);
-    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(2, 0));
+    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(2, 0, 0));
 }
 
 static void test_two_groups_and_m2n(void **state)
@@ -162,16 +166,17 @@ static void test_two_groups_and_m2n(void **state)
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
     /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
-     * size is a multiple of 256 except the staging and the LL group's clean barrier (16 ranks *
-     * 8 = 128 bytes, padded to 256 before the HT group's regions), so the totals add up. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + 128 +
+     * size is a multiple of 256 except the staging and the LL group's mask words (16 ranks *
+     * 20 = 320 bytes, padded to 512 before the HT group's regions), so the totals add up. */
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + 192 +
                                                           only_ll.total[NCCLX_MEM_SYMMETRIC] +
                                                           only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: the context's peer table and scratch (512 bytes) once. */
     assert_int_equal(both.total[NCCLX_MEM_DEVICE],
                      only_ll.total[NCCLX_MEM_DEVICE] + only_ht.total[NCCLX_MEM_DEVICE] - 512);
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 3);
-    assert_int_equal(both.total[NCCLX_MEM_HOST], host_bytes_of_group(2, host_bytes_of_group(4, 0)));
+    assert_int_equal(both.total[NCCLX_MEM_HOST],
+                     host_bytes_of_group(2, 0, host_bytes_of_group(4, 16, 0)));
     assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], only_ht.per_handle[NCCLX_MEM_DEVICE]);
 }
 
@@ -195,8 +200,8 @@ static void test_quant_fwd_and_fp32_widen_slots(void **state)
      * Rank-major combine: min(2, 2) = 2 rows per token of 1024 * 4 (FP32) = 4096:
      * 2 * 4 * 2 * 4096 = 65536.  Signals 2 * 2 * 16 = 64. */
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
-    /* + the clean barrier (2 * 8 bytes) at the next 256-byte boundary. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 16ull);
+    /* + the mask words (2 ranks * 20 bytes) at the next 256-byte boundary. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 40ull);
 }
 
 static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
@@ -239,7 +244,7 @@ static void test_plan_print_lists_regions(void **state)
     fclose(out);
     assert_non_null(strstr(buf, "dispatch receive area"));
     assert_non_null(strstr(buf, "29523968"));
-    assert_non_null(strstr(buf, "(4 x 45824)"));
+    assert_non_null(strstr(buf, "(4 x 45312)"));
     assert_non_null(strstr(buf, "symmetric"));
     assert_non_null(strstr(buf, "totals per rank"));
 }

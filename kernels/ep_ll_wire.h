@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The LL wire format, in one place for host C (lib/ep_dims.c sizes the receive areas with it,
+ * lib/ep_ll_args.c describes each operation with it) and for the kernels (which read and
+ * write it).  docs/ep-ll.md lists every protocol word with its writer, reader and phase.
+ *
+ * A dispatch message, one per (source token, destination rank):
+ *   [0, 16)                 header: source token, rank order, operation word, sequence tag
+ *   [16, payload_offset)    max_topk entries of (int32 expert id, float32 weight)
+ *   [payload_offset, ...)   the token row; the scale row follows at scale_offset(row bytes)
+ * A signal word (uint64), one per (parity, source) and direction:
+ *   bits 63..32  sequence tag of the operation (never 0: a zeroed word never matches)
+ *   bits 31..12  operation word (what the sender used: top-k, layout, recipe, dtypes)
+ *   bits 11..0   dispatch: messages sent to this destination; combine: 0
+ */
+#ifndef NCCLX_KERNELS_EP_LL_WIRE_H_
+#define NCCLX_KERNELS_EP_LL_WIRE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ncclx/plan.h>
+
+#if defined(__CUDACC__)
+#define NCCLX_WIRE_FN static __host__ __device__ __forceinline__
+#else
+#define NCCLX_WIRE_FN static inline
+#endif
+
+#ifdef __cplusplus
+#define NCCLX_WIRE_ASSERT(cond, why) static_assert(cond, why)
+#else
+#define NCCLX_WIRE_ASSERT(cond, why) _Static_assert(cond, why)
+#endif
+
+#define NCCLX_EP_MSG_HEADER_BYTES 16u
+#define NCCLX_EP_TOPK_ENTRY_BYTES 8u  /* int32 expert id + float32 weight */
+#define NCCLX_EP_SIGNAL_BYTES     16u /* per (parity, source): dispatch word + combine word */
+
+/** The 16-byte message header. */
+typedef struct {
+    int32_t token; /* source token index */
+    int32_t order; /* rank order of this destination among the token's destinations */
+    uint32_t op;   /* operation word of the sender (ncclx_ep_op_word) */
+    uint32_t tag;  /* sequence tag of the operation (ncclx_ep_seq_tag) */
+} ncclx_ep_msg_header_t;
+NCCLX_WIRE_ASSERT(sizeof(ncclx_ep_msg_header_t) == NCCLX_EP_MSG_HEADER_BYTES,
+                  "the message header is 16 bytes");
+
+NCCLX_WIRE_FN size_t ncclx_ep_align16(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
+
+/** Offset of the token row in a message of a group with max_topk entries. */
+NCCLX_WIRE_FN size_t ncclx_ep_msg_payload_offset(uint32_t max_topk)
+{
+    return NCCLX_EP_MSG_HEADER_BYTES +
+           ncclx_ep_align16((size_t)max_topk * NCCLX_EP_TOPK_ENTRY_BYTES);
+}
+
+/** Offset of the scale row from the start of the payload, for token rows of row_bytes. */
+NCCLX_WIRE_FN size_t ncclx_ep_msg_scale_offset(size_t row_bytes)
+{
+    return ncclx_ep_align16(row_bytes);
+}
+
+/** Bytes of one message slot: header, entries and the largest payload (16-byte multiple). */
+NCCLX_WIRE_FN size_t ncclx_ep_msg_bytes(uint32_t max_topk, size_t payload_bytes)
+{
+    return ncclx_ep_msg_payload_offset(max_topk) + ncclx_ep_align16(payload_bytes);
+}
+
+/* A received message's token and rank order, packed in one int32 of the handle (recv_tok);
+ * NCCLX_EP_TOKEN_DROPPED marks a message that was refused (wrong operation or tag). */
+#define NCCLX_EP_TOKEN_BITS    16
+#define NCCLX_EP_TOKEN_DROPPED (-1)
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_LL_TOKENS_PER_RANK <= (1u << NCCLX_EP_TOKEN_BITS),
+                  "a token index fits in the low 16 bits of recv_tok");
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_TOPK < (1u << 15), "a rank order fits in the high 15 bits");
+
+NCCLX_WIRE_FN int32_t ncclx_ep_pack_token(int32_t token, int32_t order)
+{
+    return token | (order << NCCLX_EP_TOKEN_BITS);
+}
+
+NCCLX_WIRE_FN int32_t ncclx_ep_packed_token(int32_t packed)
+{
+    return packed & ((1 << NCCLX_EP_TOKEN_BITS) - 1);
+}
+
+NCCLX_WIRE_FN int32_t ncclx_ep_packed_order(int32_t packed)
+{
+    return packed >> NCCLX_EP_TOKEN_BITS;
+}
+
+/*
+ * Sequence numbers are 64-bit and never wrap in practice; the tag in signals and headers is
+ * 32 bits, in [1, 2^32 - 1]: never 0, so a zeroed signal or header never matches, and two
+ * operations of the same parity (sequence numbers two apart) never share a tag.
+ */
+NCCLX_WIRE_FN uint32_t ncclx_ep_seq_tag(uint64_t seq)
+{
+    return (uint32_t)(seq % 0xffffffffull) + 1u;
+}
+
+/*
+ * The operation word: what must agree between a sender and a receiver for the bytes to mean
+ * the same on both sides.  Dispatch: top-k (6 bits), expert-major (1), recipe (4, the
+ * NCCLX_EP_RECIPE_* flag), token dtype (4).  Combine: the handle's dispatch word plus the
+ * combine dtype (4 bits from bit 15).  20 bits at most.
+ */
+#define NCCLX_EP_OP_BITS    20
+#define NCCLX_EP_COUNT_BITS 12
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_TOPK < 64, "top-k fits in 6 bits of the operation word");
+NCCLX_WIRE_ASSERT(NCCLX_NUM_DATA_TYPES <= 16, "a dtype fits in 4 bits of the operation word");
+NCCLX_WIRE_ASSERT(NCCLX_EP_RECIPE_MXFP8 < 16, "a recipe flag fits in 4 bits");
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_LL_TOKENS_PER_RANK < (1u << NCCLX_EP_COUNT_BITS),
+                  "a message count fits in the signal's count field");
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_op_word(uint32_t topk, int expert_major, uint32_t recipe,
+                                        uint32_t token_dtype)
+{
+    return topk | (uint32_t)(expert_major != 0) << 6 | recipe << 7 | token_dtype << 11;
+}
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_combine_op_word(uint32_t dispatch_op, uint32_t dtype)
+{
+    return dispatch_op | dtype << 15;
+}
+
+NCCLX_WIRE_FN uint64_t ncclx_ep_signal_word(uint32_t tag, uint32_t op, uint32_t count)
+{
+    return (uint64_t)tag << 32 | (uint64_t)op << NCCLX_EP_COUNT_BITS | count;
+}
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_signal_tag(uint64_t word)
+{
+    return (uint32_t)(word >> 32);
+}
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_signal_op(uint64_t word)
+{
+    return (uint32_t)(word >> NCCLX_EP_COUNT_BITS) & ((1u << NCCLX_EP_OP_BITS) - 1u);
+}
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_signal_count(uint64_t word)
+{
+    return (uint32_t)word & ((1u << NCCLX_EP_COUNT_BITS) - 1u);
+}
+
+#endif /* NCCLX_KERNELS_EP_LL_WIRE_H_ */

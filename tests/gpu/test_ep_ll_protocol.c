@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The LL protocol under long runs and misuse, element by element against the CPU reference:
+ *  - arrive counters preset just below the 32-bit wrap (the state after ~16 million launches),
+ *    with grids of 132 (a loopback team of 2) and of 264 and 256 blocks (one rank), and grid
+ *    sizes that change between launches: exact across the wrap, one block elected per launch;
+ *  - sequence numbers preset where the old 32-bit tag was 0 (it matched a zeroed signal);
+ *  - one rank using a different top-k: the others drop its data (NCCLX_EP_ERROR_MISMATCH) and
+ *    are exact without it; the group goes on exact afterwards;
+ *  - a CUDA error left pending by the application is not taken for a launch failure;
+ *  - a receive launch that fails after its send stays in flight and ncclxEpComplete finishes
+ *    it (no second send); a routing launch that fails leaves the handle without routing;
+ *  - one stream per group: a call on another stream while the group's work is in flight is
+ *    refused, and accepted once that work is complete;
+ *  - ncclxEpClearAsyncError is stream ordered and clears only what it read.
+ * The launch-failure cases replace two launchers at link time (-Wl,--wrap, see gpu_ep.am).
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "ep_group.h"
+#include "gpu/ep_ll_harness.h"
+#include "gpu/ep_ll_short.h"
+
+static const ep_case_t em_case = {0, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
+static const ep_case_t rm_case = {0, RM, FP8, 1, 0, BF16, U8, 0, I32, I64, F32, 0};
+
+/* ---- launch failures on demand ---- */
+
+static int fail_next_recv;  /* the next dispatch receive launch fails */
+static int fail_next_route; /* the next routing launch fails */
+
+cudaError_t __real_ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream);
+cudaError_t __real_ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
+                                            const ncclx_ep_ll_handle_desc_t *h,
+                                            const void *topk_idx, int idx_int64,
+                                            cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
+                                            const ncclx_ep_ll_handle_desc_t *h,
+                                            const void *topk_idx, int idx_int64,
+                                            cudaStream_t stream);
+
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream)
+{
+    if (fail_next_recv) {
+        fail_next_recv = 0;
+        return cudaErrorLaunchOutOfResources; /* as a launch that could not start would */
+    }
+    return __real_ncclx_ep_ll_launch_dispatch_recv(g, h, a, stream);
+}
+
+cudaError_t __wrap_ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
+                                            const ncclx_ep_ll_handle_desc_t *h,
+                                            const void *topk_idx, int idx_int64,
+                                            cudaStream_t stream)
+{
+    if (fail_next_route) {
+        fail_next_route = 0;
+        return cudaErrorLaunchOutOfResources;
+    }
+    return __real_ncclx_ep_ll_launch_route(g, h, topk_idx, idx_int64, stream);
+}
+
+/* ---- helpers ---- */
+
+static void open_team(ep_team_t *t, uint32_t ranks, uint32_t hidden, uint32_t tokens,
+                      uint32_t sm_budget)
+{
+    ep_team_plan(t, 4 * ranks, 6, hidden, tokens);
+    t->group_plan.sm_budget = sm_budget;
+    t->group_plan.enable_mask = 1;
+    ep_team_open(t, ranks);
+}
+
+static void start(ep_run_t *run, ep_team_t *t, const ep_case_t *k)
+{
+    ep_routing_t rt = ep_routing_default();
+    rt.full = 1; /* every rank sends max_tokens: work in every block of the grid */
+    ep_run_alloc(run, t, k);
+    ep_alloc_arm();
+    ep_run_fill(run, &rt);
+    ep_run_create(run);
+    ep_team_sync(t);
+}
+
+static void finish(ep_run_t *run, const char *where)
+{
+    ep_run_destroy(run);
+    ep_team_sync_only(run->team);
+    ep_alloc_assert_none(where);
+    ep_run_free(run);
+}
+
+/* New data and routing, dispatch and combine on every rank, both checked. */
+static void iterate(ep_run_t *run)
+{
+    ep_routing_t rt = ep_routing_default();
+    rt.full = 1;
+    ep_run_fill(run, &rt);
+    ep_run_update(run);
+    ep_run_dispatch_and_check(run, 0);
+    ep_run_combine_and_check(run, 0);
+    ep_team_assert_no_async_error(run->team);
+}
+
+static ncclx_ep_dev_state_t read_state(const ep_team_t *t, uint32_t r)
+{
+    ncclx_ep_dev_state_t s;
+    assert_cuda_ok(cudaMemcpy(&s, t->group[r]->desc.state, sizeof(s), cudaMemcpyDeviceToHost));
+    return s;
+}
+
+static void write_state(const ep_team_t *t, uint32_t r, const ncclx_ep_dev_state_t *s)
+{
+    assert_cuda_ok(cudaMemcpy(t->group[r]->desc.state, s, sizeof(*s), cudaMemcpyHostToDevice));
+}
+
+/* Every rank's four arrive counters at count = base = value (as after many launches). */
+static void preset_arrivals(const ep_team_t *t, unsigned value)
+{
+    ep_team_sync_only(t);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        ncclx_ep_dev_state_t s = read_state(t, r);
+        ncclx_ep_arrive_t *arrive[4] = {&s.dispatch_arrive, &s.combine_arrive, &s.unpack_arrive,
+                                        &s.reduce_arrive};
+        for (int i = 0; i < 4; i++) {
+            arrive[i]->count = arrive[i]->base = value;
+        }
+        write_state(t, r, &s);
+    }
+}
+
+/* Every launch elected exactly one block, the last: each counter's base caught up with it. */
+static void expect_arrivals_settled(const ep_team_t *t)
+{
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        ncclx_ep_dev_state_t s = read_state(t, r);
+        const ncclx_ep_arrive_t *arrive[4] = {&s.dispatch_arrive, &s.combine_arrive,
+                                              &s.unpack_arrive, &s.reduce_arrive};
+        for (int i = 0; i < 4; i++) {
+            if (arrive[i]->count != arrive[i]->base) {
+                fail_msg("rank %u: arrive counter %d at %u but its launch started at %u", r, i,
+                         arrive[i]->count, arrive[i]->base);
+            }
+        }
+    }
+}
+
+static void set_grid(const ep_team_t *t, int blocks)
+{
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        t->group[r]->desc.blocks = blocks;
+    }
+}
+
+/* ---- counter wrap ---- */
+
+/* Presets the counters `launches_left` grids below 2^32 (plus an odd offset, so that the
+ * counter is not a multiple of the grid), then runs `iterations` exact iterations. */
+static void across_the_wrap(ep_run_t *run, int blocks, int iterations)
+{
+    const unsigned below = (unsigned)(2 * blocks + 7);
+    set_grid(run->team, blocks);
+    preset_arrivals(run->team, 0u - below);
+    for (int i = 0; i < iterations; i++) {
+        iterate(run);
+    }
+    expect_arrivals_settled(run->team);
+    /* One dispatch send launch per iteration: the counter went through 2^32 and on. */
+    const ncclx_ep_dev_state_t s = read_state(run->team, 0);
+    assert_int_equal(s.dispatch_arrive.count, (unsigned)(iterations * blocks) - below);
+}
+
+static void test_counter_wrap_team_of_2(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    (void)state;
+    ep_rng_reset("counter_wrap_2");
+    open_team(&t, 2, 4096, 64, 132); /* 2 x 132 blocks: co-resident on 132 SMs */
+    start(&run, &t, &em_case);
+    across_the_wrap(&run, 132, 6);
+    /* Grid sizes that change from one launch to the next: no invariant on the grid. */
+    set_grid(&t, 7);
+    iterate(&run);
+    set_grid(&t, 66);
+    iterate(&run);
+    across_the_wrap(&run, 33, 6);
+    finish(&run, "counter wrap, team of 2");
+    ep_team_close(&t);
+}
+
+static void test_counter_wrap_one_rank(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    (void)state;
+    ep_rng_reset("counter_wrap_1");
+    open_team(&t, 1, 4096, 256, 264);
+    start(&run, &t, &rm_case);
+    across_the_wrap(&run, 264, 4);
+    across_the_wrap(&run, 256, 4);
+    finish(&run, "counter wrap, one rank");
+    ep_team_close(&t);
+}
+
+/* ---- sequence tag 0 ---- */
+
+/* Sequence numbers where (sequence + 1) mod 2^32 is 0: the old tag 0 matched the zeroed
+ * signals of a fresh group, so receivers read buffers nobody had written. */
+static void test_sequence_tag_never_zero(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    (void)state;
+    ep_rng_reset("sequence_tag");
+    open_team(&t, 4, 1024, 32, 0);
+    ep_run_alloc(&run, &t, &em_case);
+    ep_alloc_arm();
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        ncclx_ep_dev_state_t s = read_state(&t, r);
+        s.dispatch_seq = s.combine_seq = 0xffffffffull;
+        write_state(&t, r, &s);
+    }
+    {
+        ep_routing_t rt = ep_routing_default();
+        ep_run_fill(&run, &rt);
+        ep_run_create(&run);
+        ep_team_sync(&t);
+    }
+    for (int i = 0; i < 4; i++) {
+        iterate(&run);
+    }
+    const ncclx_ep_dev_state_t s = read_state(&t, 0);
+    assert_true(s.dispatch_seq == 0xffffffffull + 4);
+    finish(&run, "sequence tag");
+    ep_team_close(&t);
+}
+
+/* ---- per-operation agreement ---- */
+
+static void test_mismatched_topk(void **state)
+{
+    const ep_case_t k6 = {6, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
+    const ep_case_t k4 = {4, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
+    ep_team_t t;
+    ep_run_t a, b;
+    ep_routing_t rt = ep_routing_default();
+    (void)state;
+    ep_rng_reset("mismatched_topk");
+    open_team(&t, 4, 1024, 32, 0);
+    const uint32_t odd = ep_rand_below(4), bit = 1u << odd, all = 0xf;
+    ep_run_alloc(&a, &t, &k6);
+    ep_run_alloc(&b, &t, &k4);
+    ep_alloc_arm();
+    a.masked = bit; /* the others' reference: without the odd rank */
+    ep_run_fill(&a, &rt);
+    ep_run_fill(&b, &rt);
+    ep_run_create(&a);
+    ep_run_create(&b);
+    ep_team_sync(&t);
+    /* The odd rank dispatches and combines with top-4, the others with top-6. */
+    a.absent = bit;
+    b.absent = all & ~bit;
+    ep_run_poison_dispatch(&a);
+    ep_run_poison_combine(&a);
+    ep_run_enqueue_dispatch(&a, 0);
+    ep_run_enqueue_dispatch(&b, 0);
+    ep_run_enqueue_combine(&a, 0);
+    ep_run_enqueue_combine(&b, 0);
+    ep_team_sync_only(&t);
+    ep_run_check_dispatch(&a);
+    ep_run_check_combine(&a);
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        uint32_t error = 0;
+        assert_ncclx_ok(ncclxEpGetAsyncError(t.group[r], &error));
+        if (error != NCCLX_EP_ERROR_MISMATCH) {
+            fail_msg("rank %u: async error 0x%x, want NCCLX_EP_ERROR_MISMATCH", r, error);
+        }
+        assert_ncclx_ok(ncclxEpClearAsyncError(t.group[r], t.stream[r]));
+    }
+    ep_team_sync_only(&t);
+    /* Nothing was masked and nobody got out of step: all four agree again. */
+    a.masked = 0;
+    a.absent = 0;
+    for (int i = 0; i < 3; i++) {
+        iterate(&a);
+    }
+    ep_run_destroy(&b);
+    finish(&a, "mismatched top-k");
+    ep_run_free(&b);
+    ep_team_close(&t);
+}
+
+/* ---- launches ---- */
+
+/* A CUDA error left pending by the application: the library's calls still succeed. */
+static void test_stale_cuda_error(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    int count = 0;
+    (void)state;
+    ep_rng_reset("stale_cuda_error");
+    open_team(&t, 2, 1024, 32, 0);
+    start(&run, &t, &em_case);
+    assert_cuda_ok(cudaGetDeviceCount(&count));
+    assert_int_not_equal(cudaSetDevice(count + 7), cudaSuccess); /* leaves an error pending */
+    iterate(&run);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    finish(&run, "stale CUDA error");
+    ep_team_close(&t);
+}
+
+static void test_failed_launches(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    (void)state;
+    ep_rng_reset("failed_launches");
+    open_team(&t, 2, 1024, 32, 0);
+    start(&run, &t, &em_case);
+    ep_run_fill(&run, &rt);
+    ep_run_update(&run);
+    ep_run_poison_dispatch(&run);
+    ep_team_sync_only(&t);
+    /* Rank 0's receive fails to launch after its send ran. */
+    fail_next_recv = 1;
+    ncclxEpDispatchArgs_t a0 = ep_dispatch_args(&run, 0, 0);
+    ncclxEpDispatchArgs_t a1 = ep_dispatch_args(&run, 1, 0);
+    assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxCudaError,
+                       "stays in flight: call ncclxEpComplete to retry it");
+    assert_ncclx_ok(ncclxEpDispatch(run.handle[1], &a1, t.stream[1]));
+    /* Not sent twice: a new dispatch is refused while the operation is in flight. */
+    assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxInvalidUsage,
+                       "in flight");
+    assert_ncclx_ok(ncclxEpComplete(run.handle[0], t.stream[0]));
+    ep_team_sync(&t);
+    ep_run_check_dispatch(&run);
+    ep_run_combine_and_check(&run, 0);
+    /* A routing launch that fails: the handle has no routing until an update succeeds. */
+    ep_run_fill(&run, &rt);
+    fail_next_route = 1;
+    ncclxTensor_t idx = ep_idx_tensor(&run, 0);
+    assert_ncclx_error(ncclxEpHandleUpdate(run.handle[0], &idx, t.stream[0]), ncclxCudaError,
+                       "ncclx_ep_ll_launch_route");
+    assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxInvalidUsage,
+                       "has no routing");
+    ep_run_update(&run);
+    ep_run_dispatch_and_check(&run, 0);
+    ep_run_combine_and_check(&run, 0);
+    ep_team_assert_no_async_error(&t);
+    finish(&run, "failed launches");
+    ep_team_close(&t);
+}
+
+static void CUDART_CB hold_stream(void *microseconds)
+{
+    usleep(*(const useconds_t *)microseconds);
+}
+
+/* One stream per group: rank 0's group has work in flight on its stream; a call on another
+ * stream is refused until that work is complete. */
+static void test_one_stream_per_group(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    cudaStream_t other;
+    useconds_t hold_us = 200000;
+    (void)state;
+    ep_rng_reset("one_stream");
+    open_team(&t, 2, 1024, 32, 0);
+    start(&run, &t, &em_case);
+    assert_cuda_ok(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    ncclxTensor_t idx = ep_idx_tensor(&run, 0);
+    assert_cuda_ok(cudaLaunchHostFunc(t.stream[0], hold_stream, &hold_us));
+    assert_ncclx_ok(ncclxEpHandleUpdate(run.handle[0], &idx, t.stream[0]));
+    assert_ncclx_error(ncclxEpHandleUpdate(run.handle[0], &idx, other), ncclxInvalidUsage,
+                       "a group runs on one stream");
+    ncclxEpDispatchArgs_t a0 = ep_dispatch_args(&run, 0, 0);
+    assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, other), ncclxInvalidUsage,
+                       "a group runs on one stream");
+    assert_cuda_ok(cudaStreamSynchronize(t.stream[0]));
+    /* Known complete: the group may move to the other stream, and back once that is idle. */
+    assert_ncclx_ok(ncclxEpHandleUpdate(run.handle[0], &idx, other));
+    assert_cuda_ok(cudaStreamSynchronize(other));
+    ep_run_update(&run);
+    ep_run_dispatch_and_check(&run, 1); /* send_only + complete on each rank's stream */
+    ep_run_combine_and_check(&run, 0);
+    ep_team_assert_no_async_error(&t);
+    assert_cuda_ok(cudaStreamDestroy(other));
+    finish(&run, "one stream per group");
+    ep_team_close(&t);
+}
+
+/* The clear is stream ordered and clears what it read: a timeout reported by an operation
+ * enqueued before it on the same stream survives it. */
+static void test_clear_is_stream_ordered(void **state)
+{
+    ep_team_t t;
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    uint32_t error = 0;
+    (void)state;
+    ep_rng_reset("clear_ordered");
+    ep_team_plan(&t, 8, 6, 1024, 32);
+    t.group_plan.enable_mask = 1;
+    t.group_plan.timeout_ns = 100000000ull;
+    ep_team_open(&t, 2);
+    start(&run, &t, &em_case);
+    rt.bad_ranks = 0x1; /* rank 0 routes out-of-range ids: NCCLX_EP_ERROR_BAD_EXPERT */
+    ep_run_fill(&run, &rt);
+    ep_run_update(&run);
+    ep_team_sync_only(&t);
+    assert_ncclx_ok(ncclxEpGetAsyncError(t.group[0], &error));
+    assert_int_equal(error, NCCLX_EP_ERROR_BAD_EXPERT);
+    /* Rank 1 stays away: rank 0's dispatch times out 100 ms from now. */
+    ncclxEpDispatchArgs_t a0 = ep_dispatch_args(&run, 0, 0);
+    assert_ncclx_ok(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]));
+    assert_ncclx_ok(ncclxEpClearAsyncError(t.group[0], t.stream[0]));
+    assert_cuda_ok(cudaStreamSynchronize(t.stream[0]));
+    assert_ncclx_ok(ncclxEpGetAsyncError(t.group[0], &error));
+    assert_int_equal(error, NCCLX_EP_ERROR_TIMEOUT);
+    assert_ncclx_ok(ncclxEpClearAsyncError(t.group[0], t.stream[0]));
+    assert_cuda_ok(cudaStreamSynchronize(t.stream[0]));
+    assert_ncclx_ok(ncclxEpGetAsyncError(t.group[0], &error));
+    assert_int_equal(error, 0);
+    finish(&run, "clear is stream ordered");
+    ep_team_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counter_wrap_team_of_2),
+        cmocka_unit_test(test_counter_wrap_one_rank),
+        cmocka_unit_test(test_sequence_tag_never_zero),
+        cmocka_unit_test(test_mismatched_topk),
+        cmocka_unit_test(test_stale_cuda_error),
+        cmocka_unit_test(test_failed_launches),
+        cmocka_unit_test(test_one_stream_per_group),
+        cmocka_unit_test(test_clear_is_stream_ordered),
+    };
+    ep_seed_init("test_ep_ll_protocol");
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
