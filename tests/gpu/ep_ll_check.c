@@ -2,9 +2,10 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Judging what every rank received: dispatch outputs bit for bit against the reference
- * (counts, token bytes, scales, forwarded top-k), rows past the counts still holding the
- * poison the test wrote, and combine results within one ulp of the reference's float64 and
- * bitwise equal to an earlier combine of the same inputs.
+ * (counts, token bytes, scales, forwarded top-k, NaN codes included), rows past the counts
+ * still holding the poison the test wrote, and combine results bit for bit equal to the
+ * reference's float64 result rounded once to nearest even (the kernels compute the same
+ * float64 in the same order: tests/ref/ep_ref.h) and to an earlier combine of the same inputs.
  */
 #include <stdio.h>
 
@@ -107,7 +108,7 @@ void ep_run_check_dispatch(ep_run_t *run)
         }
         ep_rank_t *b = &run->r[r];
         download(run, b);
-        size_t bad = ncclx_ref_dispatch_diff(&run->c, &b->want, &b->got, why, sizeof(why));
+        size_t bad = ncclx_ref_dispatch_diff_exact(&run->c, &b->want, &b->got, why, sizeof(why));
         if (bad != 0) {
             case_name(run, name, sizeof(name));
             fail_msg("rank %u: %zu dispatch mismatches, first: %s [%s]", r, bad, why, name);
@@ -127,8 +128,8 @@ void ep_run_check_combine(ep_run_t *run)
         const size_t bytes = b->num_tokens * run->combine_row;
         assert_cuda_ok(cudaMemcpy(b->got_out, b->d_out, bytes, cudaMemcpyDeviceToHost));
         size_t bad =
-            ncclx_ref_combine_diff(run->k.combine_dtype, b->got_out, b->want_out,
-                                   (size_t)b->num_tokens * run->c.hidden, why, sizeof(why));
+            ncclx_ref_combine_diff_exact(run->k.combine_dtype, b->got_out, b->want_out,
+                                         (size_t)b->num_tokens * run->c.hidden, why, sizeof(why));
         if (bad != 0) {
             case_name(run, name, sizeof(name));
             fail_msg("rank %u: %zu combine mismatches, first: %s [%s]", r, bad, why, name);

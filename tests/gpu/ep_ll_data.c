@@ -141,21 +141,149 @@ static void fill_bf16_blocks(uint8_t *row, uint32_t hidden)
     }
 }
 
-static void fill_tokens(ep_run_t *run, uint32_t r)
+/* ---- EP_VALUES_SPECIAL_TOKENS: BF16 codes at the edges of the FP8 recipe ---- */
+
+static uint16_t rand_sign16(void)
+{
+    return ep_rand_below(2) ? 0x8000u : 0;
+}
+
+/* Any NaN: exponent all ones, a nonzero fraction (top fraction bit clear: signalling). */
+static uint16_t bf16_nan(void)
+{
+    return (uint16_t)(rand_sign16() | 0x7f80u | (1u + ep_rand_below(127)));
+}
+
+/* A BF16 subnormal: exponent 0, nonzero fraction. */
+static uint16_t bf16_subnormal(void)
+{
+    return (uint16_t)(rand_sign16() | (1u + ep_rand_below(127)));
+}
+
+/* A value of magnitude below 2^e (ordinary values: both signs, 24 random bits). */
+static uint16_t bf16_below(int e)
+{
+    float x = ldexpf((float)(ep_rand_u64() >> 40), e - 24);
+    return (uint16_t)(rand_sign16() | ncclx_ref_float_to_bf16(x));
+}
+
+/* An E4M3 rounding tie times 2^e: a 4-bit significand 1.xxx1 (halfway between two normal
+ * codes) or an odd multiple of 2^-10 (halfway between two subnormal codes). */
+static uint16_t bf16_e4m3_tie(int e)
+{
+    float tie = ep_rand_below(4) == 0 ? ldexpf((float)(2u * ep_rand_below(8) + 1u), -10)
+                                      : ldexpf((float)(16u + 2u * ep_rand_below(8) + 1u),
+                                               (int)ep_rand_below(14) - 10);
+    return (uint16_t)(rand_sign16() | ncclx_ref_float_to_bf16(ldexpf(tie, e)));
+}
+
+enum {
+    BLOCK_ORDINARY,
+    BLOCK_ZEROS,       /* +0 and -0: amax 0, the 1e-4 floor */
+    BLOCK_ALL_NAN,     /* amax ignores NaN: the floor again, every code NaN */
+    BLOCK_SOME_NAN,    /* NaN among ordinary values */
+    BLOCK_INF,         /* one +Inf: scale Inf, finite values to +-0, Inf / Inf = NaN */
+    BLOCK_INF_NAN,     /* -Inf and NaN among ordinary values */
+    BLOCK_SUBNORMALS,  /* only BF16 subnormals */
+    BLOCK_TINY,        /* subnormals and the smallest normals */
+    BLOCK_BELOW_FLOOR, /* amax below 1e-4 */
+    BLOCK_HUGE,        /* near the largest BF16 (scale near 2^120) */
+    BLOCK_HUGE_TINY,   /* 1e38 next to values of magnitude 1 (those quantize to 0) */
+    BLOCK_TIES,        /* amax 2^k and E4M3 ties times 2^(k - 8): exact ties with round_scales */
+    BLOCK_KINDS
+};
+
+static uint16_t special_value(int kind, uint32_t i, uint32_t marked, int e)
+{
+    switch (kind) {
+    case BLOCK_ZEROS:
+        return rand_sign16();
+    case BLOCK_ALL_NAN:
+        return bf16_nan();
+    case BLOCK_SOME_NAN:
+        return ep_rand_below(8) == 0 ? bf16_nan() : bf16_below(e);
+    case BLOCK_INF:
+        return i == marked ? 0x7f80u : bf16_below(e);
+    case BLOCK_INF_NAN:
+        return i == marked ? 0xff80u : i == (marked + 1) % 128 ? bf16_nan() : bf16_below(e);
+    case BLOCK_SUBNORMALS:
+        return bf16_subnormal();
+    case BLOCK_TINY:
+        return ep_rand_below(2) ? bf16_subnormal() : bf16_below(-125);
+    case BLOCK_BELOW_FLOOR:
+        return bf16_below(-14);
+    case BLOCK_HUGE:
+        return (uint16_t)(rand_sign16() | 0x7f00u | ep_rand_below(128));
+    case BLOCK_HUGE_TINY:
+        return i == marked ? (uint16_t)(rand_sign16() | 0x7e96u) : bf16_below(1);
+    case BLOCK_TIES:
+        return i == marked ? ncclx_ref_float_to_bf16(ldexpf(1.0f, e)) : bf16_e4m3_tie(e - 8);
+    default:
+        return bf16_below(e);
+    }
+}
+
+/* One row of 128-element blocks, each of a random kind. */
+static void fill_bf16_special(uint8_t *row, uint32_t hidden)
+{
+    for (uint32_t b = 0; b < hidden / 128; b++) {
+        const int kind = (int)ep_rand_below(BLOCK_KINDS);
+        const uint32_t marked = ep_rand_below(128);
+        const int e = (int)ep_rand_below(21) - 10;
+        for (uint32_t i = 0; i < 128; i++) {
+            uint16_t v = special_value(kind, i, marked, e);
+            memcpy(row + ((size_t)b * 128 + i) * 2, &v, sizeof(v));
+        }
+    }
+}
+
+/* ---- EP_VALUES_SIGNED_WEIGHTS ---- */
+
+/* Token t's weights: one magnitude class per token, so that whole sums land where the combine
+ * dtypes round: below 2^-137 (float subnormal weights: BF16 and FP16 results +-0), near
+ * 2^-127 (float and BF16 subnormals), near 2^-15 (FP16 subnormals), near 1, near 2^17 (FP16
+ * overflow), or powers of two 2^-3 .. 2^3 (sums of few significant bits: exact ties).  1 in 8
+ * entries is +0 and 1 in 8 is -0; the others have either sign. */
+static void signed_weights(float *w, uint32_t K)
+{
+    static const int class_exp[] = {-140, -128, -16, 0, 15};
+    const uint32_t cls = ep_rand_below(6);
+    for (uint32_t k = 0; k < K; k++) {
+        const uint32_t pick = ep_rand_below(8);
+        const float sign = ep_rand_below(2) ? -1.0f : 1.0f;
+        const int j = (int)ep_rand_below(4);
+        if (pick < 2) {
+            w[k] = pick == 0 ? 0.0f : -0.0f;
+        } else if (cls == 5) {
+            w[k] = sign * ldexpf(1.0f, (int)ep_rand_below(7) - 3);
+        } else {
+            w[k] = sign * ldexpf((float)(ep_rand_u64() >> 40), class_exp[cls] + j - 24);
+        }
+    }
+}
+
+static void fill_tokens(ep_run_t *run, uint32_t r, uint32_t values)
 {
     ep_rank_t *b = &run->r[r];
     const uint32_t K = run->c.topk;
     for (uint32_t t = 0; t < b->num_tokens; t++) {
         uint8_t *row = b->tokens + (size_t)t * run->in_row;
-        if (run->c.recipe == NCCLX_EP_RECIPE_FP8) {
+        if (run->c.recipe == NCCLX_EP_RECIPE_FP8 && (values & EP_VALUES_SPECIAL_TOKENS)) {
+            fill_bf16_special(row, run->c.hidden);
+        } else if (run->c.recipe == NCCLX_EP_RECIPE_FP8) {
             fill_bf16_blocks(row, run->c.hidden);
         } else {
             fill_random_bytes(row, run->in_row); /* forwarded untouched: any bits */
         }
     }
     fill_random_bytes(b->scales, (size_t)b->num_tokens * run->scale_row);
-    for (size_t i = 0; i < (size_t)run->c.max_tokens * K; i++) {
-        b->weights[i] = ep_rand_unit();
+    for (size_t t = 0; t < run->c.max_tokens; t++) {
+        for (size_t k = 0; k < K; k++) {
+            b->weights[t * K + k] = ep_rand_unit();
+        }
+        if (values & EP_VALUES_SIGNED_WEIGHTS) {
+            signed_weights(b->weights + t * K, K);
+        }
     }
 }
 
@@ -170,9 +298,18 @@ static void store_value(ncclxDataType_t dtype, uint8_t *p, float x)
     }
 }
 
-/* Expert outputs: values in [-2, 2) in the rows the dispatch fills, NaN (0xff bytes) in every
- * other row, so that a combine reading a row it should not turns the result into NaN. */
-static void fill_expert_out(ep_run_t *run, uint32_t r)
+/* A row's magnitude for EP_VALUES_WIDE_EXPERT_OUT: 2^e over the dtype's range (values stay
+ * finite: FP16 rows below 2^15). */
+static float row_magnitude(ncclxDataType_t dt)
+{
+    return dt == NCCLX_FLOAT16 ? ldexpf(1.0f, (int)ep_rand_below(45) - 30)
+                               : ldexpf(1.0f, (int)ep_rand_below(201) - 140);
+}
+
+/* Expert outputs: values in [-2, 2) (times a per-row magnitude with
+ * EP_VALUES_WIDE_EXPERT_OUT) in the rows the dispatch fills, NaN (0xff bytes) in every other
+ * row, so that a combine reading a row it should not turns the result into NaN. */
+static void fill_expert_out(ep_run_t *run, uint32_t r, uint32_t values)
 {
     ep_rank_t *b = &run->r[r];
     const ncclxDataType_t dt = run->k.combine_dtype;
@@ -182,14 +319,15 @@ static void fill_expert_out(ep_run_t *run, uint32_t r)
         if (!b->want.row_valid[row]) {
             continue;
         }
+        const float magnitude = (values & EP_VALUES_WIDE_EXPERT_OUT) ? row_magnitude(dt) : 1.0f;
         for (uint32_t h = 0; h < run->c.hidden; h++) {
             store_value(dt, b->expert_out + row * run->combine_row + h * esize,
-                        4.0f * ep_rand_unit() - 2.0f);
+                        (4.0f * ep_rand_unit() - 2.0f) * magnitude);
         }
     }
 }
 
-static void reference(ep_run_t *run)
+static void reference(ep_run_t *run, uint32_t values)
 {
     const uint32_t R = run->team->ranks;
     ncclx_ref_rank_input_t in[EP_MAX_RANKS] = {{0}};
@@ -211,7 +349,7 @@ static void reference(ep_run_t *run)
     }
     ncclx_ref_dispatch(&run->c, in, want);
     for (uint32_t r = 0; r < R; r++) {
-        fill_expert_out(run, r);
+        fill_expert_out(run, r, values);
         expert_out[r] = run->r[r].expert_out;
         result[r] = run->r[r].want_out;
     }
@@ -237,10 +375,10 @@ void ep_run_fill(ep_run_t *run, const ep_routing_t *routing)
     const uint32_t R = run->team->ranks;
     for (uint32_t r = 0; r < R; r++) {
         fill_routing(run, routing, r);
-        fill_tokens(run, r);
+        fill_tokens(run, r, routing->values);
         run->r[r].have_prev = 0;
     }
-    reference(run);
+    reference(run, routing->values);
     for (uint32_t r = 0; r < R; r++) {
         upload(run, r);
     }

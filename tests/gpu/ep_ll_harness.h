@@ -21,7 +21,8 @@
 #include "ncclx_test.h"
 #include "ref/ep_ref.h"
 
-#define EP_MAX_RANKS 8
+/* Loopback teams of up to 16 ranks (bit r of the uint32_t rank sets below is rank r). */
+#define EP_MAX_RANKS 16
 
 /* ---- random numbers: a fresh seed per process (printed), TEST_SEED=n replays it ---- */
 
@@ -94,7 +95,22 @@ typedef struct {
     int full;             /* 1: every other rank has max_tokens tokens; 0: 1 .. max_tokens */
     int keep_tokens;      /* 1: keep each rank's num_tokens (graph replays) */
     uint32_t bad_ranks;   /* bit r: rank r routes out-of-range ids (reference: -1) */
+    uint32_t values;      /* EP_VALUES_* bits: which values are drawn (0: the defaults) */
 } ep_routing_t;
+
+/* Values ep_run_fill draws besides the defaults (finite BF16 blocks for the FP8 recipe,
+ * weights in [0, 1), expert outputs in [-2, 2)). */
+/** FP8 recipe inputs: 128-element blocks of NaN (quiet and signalling, both signs), +-Inf,
+ * +-0, BF16 subnormals, the largest BF16 values, amax below the 1e-4 scale floor, and
+ * values on E4M3 rounding ties, alone or mixed with ordinary values. */
+#define EP_VALUES_SPECIAL_TOKENS 0x1u
+/** Weights: +0, -0, negative, and per token a magnitude class: float subnormals (BF16 and
+ * FP16 results +-0), 2^-128 (float and BF16 subnormal results), 2^-16 (FP16 subnormals), 1,
+ * 2^15 (FP16 overflow), or powers of two 2^-3 .. 2^3 (sums on exact ties). */
+#define EP_VALUES_SIGNED_WEIGHTS 0x2u
+/** Expert outputs: per row a magnitude spread over the combine dtype's range (FP16: 2^-30 ..
+ * 2^14; BF16 and FP32: 2^-140 .. 2^60), both signs. */
+#define EP_VALUES_WIDE_EXPERT_OUT 0x4u
 
 /** The default: random, 10% unrouted, random token counts. */
 ep_routing_t ep_routing_default(void);
@@ -168,10 +184,12 @@ void ep_run_combine_and_check(ep_run_t *run, uint32_t send_only);
 
 /* ---- checks (after the team's streams were synchronized) ---- */
 
-/** Every rank's dispatch outputs against the reference; rows past the counts still poison. */
+/** Every rank's dispatch outputs against the reference, bit for bit (NaN codes included);
+ * rows past the counts still poison. */
 void ep_run_check_dispatch(ep_run_t *run);
-/** Every rank's combine output within one ulp of the reference, and bitwise equal to the
- * previous result of the same inputs when there is one. */
+/** Every rank's combine output bit for bit equal to the reference's float64 result rounded
+ * once to nearest even (ncclx_ref_combine_diff_exact: the kernels promise it), and bitwise
+ * equal to the previous result of the same inputs when there is one. */
 void ep_run_check_combine(ep_run_t *run);
 /** Fails unless every dispatch output (counts included) of every rank is still poison. */
 void ep_run_check_dispatch_untouched(const ep_run_t *run);

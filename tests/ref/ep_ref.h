@@ -16,8 +16,12 @@
  *    infinities saturate to +-448.  Scales are max(amax, 1e-4f) / 448.0f, rounded up to a power
  *    of two on their bits when round_scales.
  *  - BF16/FP16 conversions give the canonical NaN 0x7fff, as CUDA does.
- * The number conversions were checked bit for bit, over all 2^32 floats, against CUDA 13's
- * host __nv_cvt_float_to_fp8(SATFINITE, E4M3), __float2bfloat16_rn and __float2half_rn.
+ * tests/unit/test_ep_ref_convert.c checks the three float conversions bit for bit against an
+ * independent formulation (the FPU's own rounding, in double): on every code boundary and a
+ * stride through all floats in make check, and on every one of the 2^32 floats when run as
+ * `test_ep_ref_convert --all-floats` (minutes; its threads use every CPU).  The GPU tests
+ * compare the kernels' FP8 codes with the reference's byte for byte (ncclx_ref_dispatch_diff:
+ * the two NaN codes aside).
  */
 #ifndef NCCLX_TEST_EP_REF_H_
 #define NCCLX_TEST_EP_REF_H_
@@ -144,5 +148,37 @@ size_t ncclx_ref_dispatch_diff(const ncclx_ref_case_t *c, const ncclx_ref_rank_d
  */
 size_t ncclx_ref_combine_diff(ncclxDataType_t dtype, const void *got, const double *ref, size_t n,
                               char *why, size_t why_len);
+
+/*
+ * Exact checks.  The kernels promise more than the comparisons above ask for:
+ *  - Dispatch moves bytes or computes each FP8 code and scale from the BF16 input alone with
+ *    IEEE single operations (fabsf, fmaxf, one division, a saturating RNE conversion) that
+ *    the reference repeats, so every byte is determined, NaN codes included (0x7f for every
+ *    NaN, whatever its sign, as in CUDA's __nv_cvt_float_to_fp8, which canonicalizes NaN).
+ *  - Combine computes, per element, the float64 fma chain of ncclx_ref_combine (expert-major:
+ *    weight * row over the top-k entries in k order; rank-major: the rows in rank order, an
+ *    fma with weight 1 being a correctly rounded addition), from the same float64 start 0.0,
+ *    then rounds once to nearest even.  Identical operations in identical order give the
+ *    identical float64 (whether or not the chain was exact), so the result is that float64
+ *    rounded once: bit for bit, the sign of zero included.
+ */
+
+/** x rounded once to nearest, ties to even, to dtype (BF16, FP16 or FP32), as a double: the
+ * subnormals of dtype, +-infinity past its largest finite, NaN and +-0 as they are.  Other
+ * dtypes: x unchanged. */
+double ncclx_ref_round_to_dtype(double x, ncclxDataType_t dtype);
+
+/** ncclx_ref_dispatch_diff without its allowances: FP8 NaN codes, float scales and weights
+ * must be equal bit for bit too. */
+size_t ncclx_ref_dispatch_diff_exact(const ncclx_ref_case_t *c,
+                                     const ncclx_ref_rank_dispatch_t *ref,
+                                     const ncclx_ref_rank_dispatch_t *got, char *why,
+                                     size_t why_len);
+
+/** Compares n combined values got (BF16/FP16/FP32) with ncclx_ref_round_to_dtype of the
+ * reference's float64 results: equal values with equal signs (so -0 differs from +0); a NaN
+ * matches any NaN.  Returns the number of mismatches, the first described in why. */
+size_t ncclx_ref_combine_diff_exact(ncclxDataType_t dtype, const void *got, const double *ref,
+                                    size_t n, char *why, size_t why_len);
 
 #endif /* NCCLX_TEST_EP_REF_H_ */

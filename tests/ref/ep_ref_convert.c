@@ -187,3 +187,29 @@ int ncclx_ref_within_ulp(double got, double ref, ncclxDataType_t dtype)
     (void)frexp(m, &e);
     return fabs(got - ref) <= ldexp(1.0, e - p);
 }
+
+/* Rounds to nearest, ties to even, once: |x| = n * 2^q with q the exponent of one unit in the
+ * last place of the target at |x|'s magnitude (never below the subnormal quantum), so that
+ * n = |x| / 2^q is split exactly into its integer part and a fraction (scaling by a power of
+ * two, floor and the subtraction are all exact in double).  Needs no rounding mode. */
+double ncclx_ref_round_to_dtype(double x, ncclxDataType_t dtype)
+{
+    int min_exp = 0, max_exp, e;
+    int p = significand_bits(dtype, &min_exp);
+    if (p == 0 || isnan(x) || isinf(x) || x == 0.0) {
+        return x;
+    }
+    max_exp = dtype == NCCLX_FLOAT16 ? 15 : 127;
+    (void)frexp(fabs(x), &e); /* |x| = f * 2^e, f in [0.5, 1): leading bit 2^(e - 1) */
+    int q = (e - 1 > min_exp ? e - 1 : min_exp) - (p - 1);
+    double scaled = ldexp(fabs(x), -q); /* below 2^p */
+    double n = floor(scaled), rest = scaled - n;
+    if (rest > 0.5 || (rest == 0.5 && fmod(n, 2.0) != 0.0)) {
+        n += 1.0;
+    }
+    double r = ldexp(n, q);
+    if (r > ldexp(2.0 - ldexp(1.0, 1 - p), max_exp)) {
+        r = INFINITY; /* past the largest finite: rounding went up to 2^(max_exp + 1) */
+    }
+    return copysign(r, x);
+}

@@ -51,6 +51,7 @@ typedef struct {
     char *why;
     size_t len;
     size_t mismatches;
+    int exact; /* 1: NaNs must match bit for bit too */
 } diff_t;
 
 /* Counts one mismatch; the first one is described. */
@@ -64,9 +65,9 @@ __attribute__((format(printf, 2, 3))) static void mismatch(diff_t *d, const char
     }
 }
 
-static int same_float(float a, float b)
+static int same_float(const diff_t *d, float a, float b)
 {
-    return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+    return (!d->exact && isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
 }
 
 /* "row 7 (expert 1, slot 2)" or "row 7 (source 1, slot 2)". */
@@ -88,7 +89,7 @@ static void diff_tokens(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch
     int fp8 = c->recipe == NCCLX_EP_RECIPE_FP8;
     char name[96];
     for (size_t i = 0; i < bytes; i++) {
-        int both_nan = fp8 && (a[i] & 0x7fu) == 0x7fu && (b[i] & 0x7fu) == 0x7fu;
+        int both_nan = !d->exact && fp8 && (a[i] & 0x7fu) == 0x7fu && (b[i] & 0x7fu) == 0x7fu;
         if (a[i] != b[i] && !both_nan) {
             row_name(c, row, name, sizeof(name));
             mismatch(d, "out_tokens %s byte %zu: 0x%02x, expected 0x%02x", name, i, a[i], b[i]);
@@ -110,7 +111,7 @@ static void diff_scales(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch
             memcpy(&fa, a + i, sizeof(fa));
             memcpy(&fb, b + i, sizeof(fb));
         }
-        if (step == sizeof(float) ? !same_float(fa, fb) : a[i] != b[i]) {
+        if (step == sizeof(float) ? !same_float(d, fa, fb) : a[i] != b[i]) {
             row_name(c, row, name, sizeof(name));
             mismatch(d, "out_scales %s byte %zu: %a (0x%02x), expected %a (0x%02x)", name, i,
                      (double)fa, a[i], (double)fb, b[i]);
@@ -130,7 +131,7 @@ static void diff_topk(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch_t
             mismatch(d, "out_topk_idx %s [%zu]: %lld, expected %lld", name, k,
                      (long long)got->out_topk_idx[i], (long long)ref->out_topk_idx[i]);
         }
-        if (!same_float(got->out_topk_weights[i], ref->out_topk_weights[i])) {
+        if (!same_float(d, got->out_topk_weights[i], ref->out_topk_weights[i])) {
             row_name(c, row, name, sizeof(name));
             mismatch(d, "out_topk_weights %s [%zu]: %a, expected %a", name, k,
                      (double)got->out_topk_weights[i], (double)ref->out_topk_weights[i]);
@@ -138,13 +139,12 @@ static void diff_topk(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch_t
     }
 }
 
-size_t ncclx_ref_dispatch_diff(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch_t *ref,
-                               const ncclx_ref_rank_dispatch_t *got, char *why, size_t why_len)
+static size_t dispatch_diff(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch_t *ref,
+                            const ncclx_ref_rank_dispatch_t *got, diff_t d)
 {
-    diff_t d = {why, why_len, 0};
     size_t counts = c->layout == NCCLX_EP_LAYOUT_RANK_MAJOR ? c->ranks : c->experts / c->ranks;
-    if (why_len > 0) {
-        why[0] = '\0';
+    if (d.len > 0) {
+        d.why[0] = '\0';
     }
     for (size_t i = 0; i < counts; i++) {
         if (got->out_counts[i] != ref->out_counts[i]) {
@@ -167,27 +167,66 @@ size_t ncclx_ref_dispatch_diff(const ncclx_ref_case_t *c, const ncclx_ref_rank_d
     return d.mismatches;
 }
 
+size_t ncclx_ref_dispatch_diff(const ncclx_ref_case_t *c, const ncclx_ref_rank_dispatch_t *ref,
+                               const ncclx_ref_rank_dispatch_t *got, char *why, size_t why_len)
+{
+    diff_t d = {why, why_len, 0, 0};
+    return dispatch_diff(c, ref, got, d);
+}
+
+size_t ncclx_ref_dispatch_diff_exact(const ncclx_ref_case_t *c,
+                                     const ncclx_ref_rank_dispatch_t *ref,
+                                     const ncclx_ref_rank_dispatch_t *got, char *why,
+                                     size_t why_len)
+{
+    diff_t d = {why, why_len, 0, 1};
+    return dispatch_diff(c, ref, got, d);
+}
+
+/* One combined value of dtype (BF16/FP16/FP32) at index i of got, exactly, as a double. */
+static double combined_value(ncclxDataType_t dtype, const void *got, size_t i)
+{
+    if (dtype == NCCLX_FLOAT32) {
+        float f;
+        memcpy(&f, (const uint8_t *)got + i * 4, sizeof(f));
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)got + i * 2, sizeof(h));
+    return dtype == NCCLX_BFLOAT16 ? ncclx_ref_bf16_to_float(h) : ncclx_ref_fp16_to_float(h);
+}
+
 size_t ncclx_ref_combine_diff(ncclxDataType_t dtype, const void *got, const double *ref, size_t n,
                               char *why, size_t why_len)
 {
-    diff_t d = {why, why_len, 0};
+    diff_t d = {why, why_len, 0, 0};
     if (why_len > 0) {
         why[0] = '\0';
     }
     for (size_t i = 0; i < n; i++) {
-        double v;
-        if (dtype == NCCLX_FLOAT32) {
-            float f;
-            memcpy(&f, (const uint8_t *)got + i * 4, sizeof(f));
-            v = f;
-        } else {
-            uint16_t h;
-            memcpy(&h, (const uint8_t *)got + i * 2, sizeof(h));
-            v = dtype == NCCLX_BFLOAT16 ? ncclx_ref_bf16_to_float(h) : ncclx_ref_fp16_to_float(h);
-        }
+        double v = combined_value(dtype, got, i);
         if (!ncclx_ref_within_ulp(v, ref[i], dtype)) {
             mismatch(&d, "element %zu: %.9g, expected %.17g (one ulp of dtype %d)", i, v, ref[i],
                      (int)dtype);
+        }
+    }
+    return d.mismatches;
+}
+
+size_t ncclx_ref_combine_diff_exact(ncclxDataType_t dtype, const void *got, const double *ref,
+                                    size_t n, char *why, size_t why_len)
+{
+    diff_t d = {why, why_len, 0, 1};
+    if (why_len > 0) {
+        why[0] = '\0';
+    }
+    for (size_t i = 0; i < n; i++) {
+        double v = combined_value(dtype, got, i);
+        double want = ncclx_ref_round_to_dtype(ref[i], dtype);
+        int same = isnan(v) ? isnan(want) : v == want && signbit(v) == signbit(want);
+        if (!same) {
+            mismatch(&d, "element %zu: %a, expected %a (the float64 sum %a rounded to dtype %d)", i,
+                     v, want, ref[i], (int)dtype);
         }
     }
     return d.mismatches;
