@@ -148,7 +148,7 @@ static uint16_t rand_sign16(void)
     return ep_rand_below(2) ? 0x8000u : 0;
 }
 
-/* Any NaN: exponent all ones, a nonzero fraction (top fraction bit clear: signalling). */
+/* A NaN: exponent all ones, a random nonzero fraction (signalling when its top bit is clear). */
 static uint16_t bf16_nan(void)
 {
     return (uint16_t)(rand_sign16() | 0x7f80u | (1u + ep_rand_below(127)));
