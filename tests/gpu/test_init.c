@@ -4,7 +4,8 @@
  * Contexts on a real GPU and NCCL: singleton (or mpirun -n 1) init with windows and the device
  * communicator, init -> finalize -> init, the caller's communicator, two live contexts, a
  * caller-supplied host block, a plan that does not fit, and allocator counters at zero
- * between init and finalize.
+ * across every call an application makes between init and finalize (EP groups, handles,
+ * dispatch, combine, complete, masks, the error word, the getters).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,32 +86,205 @@ static void test_init_finalize_twice(void **state)
     }
 }
 
+/* The counters see the test's own allocations and, through --wrap, the library's: init
+ * allocates, so a count of zero later means the library did not, not that nobody looked. */
 static void test_allocator_counter_sees_allocations(void **state)
 {
     (void)state;
     void *p = NULL;
+    ncclxPlan_t plan = small_plan();
+    ncclxContext_t ctx = NULL;
     ncclx_test_alloc_arm();
     p = malloc(16);
     free(p);
     assert_int_equal(cudaMalloc(&p, 256), cudaSuccess);
     assert_int_equal(cudaFree(p), cudaSuccess);
     assert_int_equal(ncclx_test_alloc_disarm(), 2);
+    ncclx_test_alloc_arm();
+    assert_ncclx_ok(ncclxInit(&plan, NULL, &ctx));
+    assert_true(ncclx_test_alloc_disarm() > 0);
+    assert_ncclx_ok(ncclxFinalize(ctx));
 }
 
+/* Device buffers of one LL round trip on the small plan (1 rank: L = 8 local experts). */
+enum { AT = 16, AK = 2, AH = 1024, AL = 8 };
+
+typedef struct {
+    int64_t *topk_idx[2]; /* two routings: create, then update */
+    float *topk_weights;
+    uint16_t *tokens, *out_tokens, *out;
+    int32_t *out_counts, *mask;
+} alloc_bufs_t;
+
+static void alloc_bufs_make(alloc_bufs_t *b)
+{
+    int64_t idx[2][AT * AK];
+    float weights[AT * AK];
+    uint16_t *tokens = malloc(sizeof(uint16_t) * AT * AH);
+    assert_non_null(tokens);
+    for (int t = 0; t < AT; t++) {
+        for (int k = 0; k < AK; k++) {
+            idx[0][t * AK + k] = (t + k) % AL;         /* two distinct experts per token */
+            idx[1][t * AK + k] = (t + 3 + 2 * k) % AL; /* another routing, still distinct */
+            weights[t * AK + k] = 0.5f;                /* so the combine gives the token back */
+        }
+        for (int h = 0; h < AH; h++) {
+            float v = (float)((t * 7 + h) % 64 - 32); /* small integers: exact in BF16 */
+            uint32_t bits;
+            memcpy(&bits, &v, sizeof(bits));
+            tokens[t * AH + h] = (uint16_t)(bits >> 16);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(cudaMalloc((void **)&b->topk_idx[r], sizeof(idx[r])), cudaSuccess);
+        assert_int_equal(cudaMemcpy(b->topk_idx[r], idx[r], sizeof(idx[r]), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+    }
+    assert_int_equal(cudaMalloc((void **)&b->topk_weights, sizeof(weights)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(b->topk_weights, weights, sizeof(weights), cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&b->tokens, sizeof(uint16_t) * AT * AH), cudaSuccess);
+    assert_int_equal(
+        cudaMemcpy(b->tokens, tokens, sizeof(uint16_t) * AT * AH, cudaMemcpyHostToDevice),
+        cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&b->out_tokens, sizeof(uint16_t) * AL * AT * AH),
+                     cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&b->out, sizeof(uint16_t) * AT * AH), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&b->out_counts, sizeof(int32_t) * AL), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&b->mask, sizeof(int32_t)), cudaSuccess);
+    free(tokens);
+}
+
+static void alloc_bufs_free(alloc_bufs_t *b)
+{
+    void *all[] = {b->topk_idx[0], b->topk_idx[1], b->topk_weights, b->tokens,
+                   b->out_tokens,  b->out,         b->out_counts,   b->mask};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        assert_int_equal(cudaFree(all[i]), cudaSuccess);
+    }
+}
+
+static ncclxTensor_t tensor(void *data, ncclxDataType_t dtype, uint32_t ndim, int64_t d0,
+                            int64_t d1, int64_t d2)
+{
+    ncclxTensor_t t = {data, dtype, ndim, {d0, d1, d2, 0}};
+    return t;
+}
+
+/* Dispatch (eager, or send_only + complete), then combine the dispatched rows back with
+ * weights 0.5 + 0.5: out must equal the tokens, which the caller checks after the round. */
+static void round_trip(ncclxEpHandle_t h, const alloc_bufs_t *b, int send_only, cudaStream_t stream)
+{
+    ncclxEpDispatchArgs_t d = NCCLX_EP_DISPATCH_ARGS_INIT;
+    ncclxEpCombineArgs_t c = NCCLX_EP_COMBINE_ARGS_INIT;
+    d.send_only = (uint32_t)send_only;
+    d.tokens = tensor(b->tokens, NCCLX_BFLOAT16, 2, AT, AH, 0);
+    d.out_tokens = tensor(b->out_tokens, NCCLX_BFLOAT16, 3, AL, AT, AH);
+    d.out_counts = tensor(b->out_counts, NCCLX_INT32, 1, AL, 0, 0);
+    assert_ncclx_ok(ncclxEpDispatch(h, &d, (ncclxStream_t)stream));
+    if (send_only) {
+        assert_ncclx_ok(ncclxEpComplete(h, (ncclxStream_t)stream));
+    }
+    c.send_only = (uint32_t)send_only;
+    c.expert_out = d.out_tokens;
+    c.topk_weights = tensor(b->topk_weights, NCCLX_FLOAT32, 2, AT, AK, 0);
+    c.out = tensor(b->out, NCCLX_BFLOAT16, 2, AT, AH, 0);
+    assert_ncclx_ok(ncclxEpCombine(h, &c, (ncclxStream_t)stream));
+    if (send_only) {
+        assert_ncclx_ok(ncclxEpComplete(h, (ncclxStream_t)stream));
+    }
+}
+
+/* What the last round left: every expert got AT * AK / AL tokens, and out == tokens. */
+static void check_round(const alloc_bufs_t *b)
+{
+    int32_t counts[AL];
+    uint16_t *got = malloc(sizeof(uint16_t) * AT * AH);
+    uint16_t *want = malloc(sizeof(uint16_t) * AT * AH);
+    assert_non_null(got);
+    assert_non_null(want);
+    assert_int_equal(cudaMemcpy(counts, b->out_counts, sizeof(counts), cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    for (int e = 0; e < AL; e++) {
+        assert_int_equal(counts[e], AT * AK / AL);
+    }
+    assert_int_equal(cudaMemcpy(got, b->out, sizeof(uint16_t) * AT * AH, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    assert_int_equal(
+        cudaMemcpy(want, b->tokens, sizeof(uint16_t) * AT * AH, cudaMemcpyDeviceToHost),
+        cudaSuccess);
+    assert_memory_equal(got, want, sizeof(uint16_t) * AT * AH);
+    free(got);
+    free(want);
+}
+
+/*
+ * Every call an application makes between init and finalize, on a live context, with the
+ * counters armed from the first to the last (the GPU work included): groups, handles,
+ * dispatch and combine eager and send_only, a rerouting update, the mask calls, the error
+ * word and the context getters.  Each call must succeed and the data must arrive, so the zero
+ * count is about real work; any allocator call in the library fails the test.
+ */
 static void test_no_allocation_between_init_and_finalize(void **state)
 {
     (void)state;
     ncclxPlan_t plan = small_plan();
     ncclxContext_t ctx = NULL;
     ncclxContextInfo_t info = NCCLX_CONTEXT_INFO_INIT;
+    ncclxPlacement_t placement = NCCLX_PLACEMENT_INIT;
+    ncclxEpHandleConfig_t config = NCCLX_EP_HANDLE_CONFIG_INIT;
+    ncclxEpGroup_t group_handle = NULL;
+    ncclxEpHandle_t h = NULL;
+    ncclxTensor_t idx[2], mask;
+    const int32_t keep_all[1] = {1};
+    uint32_t async_error = ~0u;
+    alloc_bufs_t b;
+    cudaStream_t stream = NULL;
+    size_t calls;
+
     assert_ncclx_ok(ncclxInit(&plan, NULL, &ctx));
+    alloc_bufs_make(&b);
+    assert_int_equal(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    for (int r = 0; r < 2; r++) {
+        idx[r] = tensor(b.topk_idx[r], NCCLX_INT64, 2, AT, AK, 0);
+    }
+    mask = tensor(b.mask, NCCLX_INT32, 1, 1, 0, 0);
+    config.topk = AK;
+
     ncclx_test_alloc_arm();
     assert_ncclx_ok(ncclxContextGetInfo(ctx, &info));
-    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    size_t calls = ncclx_test_alloc_disarm();
+    assert_ncclx_ok(ncclxContextGetPlacement(ctx, &placement));
+    assert_ncclx_ok(ncclxEpGroupGet(ctx, 0, &group_handle));
+    assert_ncclx_ok(ncclxEpHandleCreate(group_handle, &config, &idx[0], (ncclxStream_t)stream, &h));
+    round_trip(h, &b, 0, stream);
+    round_trip(h, &b, 1, stream);
+    assert_ncclx_ok(ncclxEpHandleUpdate(h, &idx[1], (ncclxStream_t)stream));
+    round_trip(h, &b, 0, stream);
+    assert_ncclx_ok(ncclxEpMaskQuery(group_handle, &mask, (ncclxStream_t)stream));
+    assert_ncclx_ok(ncclxEpMaskUpdate(group_handle, keep_all, 1, (ncclxStream_t)stream));
+    assert_ncclx_ok(ncclxEpMaskClean(group_handle, (ncclxStream_t)stream));
+    round_trip(h, &b, 0, stream); /* update and clean voided the dispatch: dispatch again */
+    assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+    assert_ncclx_ok(ncclxEpGetAsyncError(group_handle, &async_error));
+    assert_ncclx_ok(ncclxEpHandleDestroy(h));
+    calls = ncclx_test_alloc_disarm();
     if (calls != 0) {
         fail_msg("%zu allocator calls after init (first: %s)", calls, ncclx_test_alloc_first());
     }
+
+    /* The calls did their work. */
+    check_round(&b);
+    assert_int_equal(async_error, 0);
+    assert_int_equal(info.num_ranks, 1);
+    assert_true(placement.gpu_busid[0] != '\0'); /* ncclxInit placed us on a GPU */
+    {
+        int32_t active = 0;
+        assert_int_equal(cudaMemcpy(&active, b.mask, sizeof(active), cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        assert_int_equal(active, 1);
+    }
+    assert_int_equal(cudaStreamDestroy(stream), cudaSuccess);
+    alloc_bufs_free(&b);
     assert_ncclx_ok(ncclxFinalize(ctx));
 }
 
