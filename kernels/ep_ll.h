@@ -72,6 +72,7 @@ typedef struct {
      * arenas = every rank active); mask_words is the symmetric region described above. */
     int *inactive;
     size_t mask_words;
+    unsigned int *evicted; /* this rank's own evicted words (symmetric, local address) */
 } ncclx_ep_ll_group_desc_t;
 
 /* One handle's device memory (see ncclx_ep_ll_handle_layout_t). */

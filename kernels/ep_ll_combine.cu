@@ -41,16 +41,15 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
     const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
     const char *expert_out = static_cast<const char *>(a.expert_out);
-    for (int u = warp; u < g.ranks * T * chunks; u += warps) {
+    // Rows land in slots that the source reuses for other tokens in later operations: once a
+    // peer has evicted this rank (it was late), it must not store one more row.
+    const unsigned *stop = g.evicted != nullptr ? &g.evicted[g.rank] : nullptr;
+    bool going = true;
+    for (int u = warp; going && u < g.ranks * T * chunks; u += warps) {
         const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
         const int tok = i < h.recv_count[s] ? h.recv_tok[m] : NCCLX_EP_TOKEN_DROPPED;
         if (tok == NCCLX_EP_TOKEN_DROPPED || !view.has(s)) {
             continue;
-        }
-        // Rows land in slots that the source reuses for other tokens in later operations:
-        // once a peer has evicted this rank (it was late), it must not write one more row.
-        if (__any_sync(0xffffffffu, self_out(g))) {
-            break;
         }
         const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
         const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
@@ -59,18 +58,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         if (!h.expert_major) {
             to.lanes = 1u;
             to.mine = combine_slot(peer, g, parity, t, order);
-            warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane);
+            going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
             continue;
         }
         // Lane k holds top-k entry k's output row; each valid row goes to slot (t, k).
         const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
         const unsigned rows = __ballot_sync(0xffffffffu, p >= 0);
-        for (unsigned rest = rows; rest != 0; rest &= rest - 1) {
+        for (unsigned rest = rows; going && rest != 0; rest &= rest - 1) {
             const int k = __ffs(rest) - 1;
             const int pk = __shfl_sync(0xffffffffu, p, k);
             to.lanes = 1u;
             to.mine = combine_slot(peer, g, parity, t, k);
-            warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane);
+            going = warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane, stop);
         }
     }
     if (last_block(&g.state->combine_arrive) && !self_out(g)) {

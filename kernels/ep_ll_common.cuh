@@ -153,8 +153,7 @@ __device__ __forceinline__ bool self_out(const ncclx_ep_ll_group_desc_t &g)
     if (g.inactive == nullptr) {
         return group_halted(g);
     }
-    return load_volatile(&g.inactive[g.rank]) != 0 ||
-           load_volatile(&evicted_words(peer_base(g, g.rank), g)[g.rank]) != 0;
+    return load_volatile(&g.inactive[g.rank]) != 0 || load_volatile(&g.evicted[g.rank]) != 0;
 }
 
 // Whether this rank exchanges with rank r now (read fresh: waits use it to stop early).
@@ -164,8 +163,7 @@ __device__ __forceinline__ bool rank_live_now(const ncclx_ep_ll_group_desc_t &g,
         return false;
     }
     return g.inactive == nullptr ||
-           (load_volatile(&g.inactive[r]) == 0 &&
-            load_volatile(&evicted_words(peer_base(g, g.rank), g)[r]) == 0);
+           (load_volatile(&g.inactive[r]) == 0 && load_volatile(&g.evicted[r]) == 0);
 }
 
 // A block's view of the live ranks, taken once at kernel start so that every decision of the
@@ -187,29 +185,31 @@ __device__ __forceinline__ void adopt_eviction(const ncclx_ep_ll_group_desc_t &g
     }
 }
 
+// One thread per rank, a warp per 32 ranks: every load of the view is issued at once.
+// Evictions seen here are adopted (masked here too, reported once), and a rank that finds
+// itself evicted reports it.
 __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
 {
     const bool out = self_out(g);
-    if (g.inactive != nullptr && threadIdx.x == 0 && blockIdx.x == 0) {
-        const unsigned *evicted = evicted_words(peer_base(g, g.rank), g);
-        if (evicted[g.rank] != 0) {
-            report_error(g, kErrorEvicted);
-        }
-        for (int r = 0; r < g.ranks && !out; r++) {
-            if (load_volatile(&evicted[r]) != 0 && load_volatile(&g.inactive[r]) == 0) {
+    const int lane = threadIdx.x % kWarpSize;
+    const int words = (g.ranks + kWarpSize - 1) / kWarpSize;
+    for (int r0 = (int)threadIdx.x - lane; r0 < words * kWarpSize; r0 += blockDim.x) {
+        const int r = r0 + lane;
+        bool live = !out && r < g.ranks;
+        if (g.inactive != nullptr && r < g.ranks) {
+            const bool evicted = load_volatile(&g.evicted[r]) != 0;
+            const bool masked = load_volatile(&g.inactive[r]) != 0;
+            if (evicted && r == g.rank && blockIdx.x == 0) {
+                report_error(g, kErrorEvicted);
+            } else if (evicted && !masked && !out) {
                 adopt_eviction(g, r);
             }
+            live = live && !evicted && !masked;
         }
-    }
-    for (int w = threadIdx.x; w < (g.ranks + 31) / 32; w += blockDim.x) {
-        unsigned bits = 0;
-        for (int i = 0; i < 32 && !out; i++) {
-            const int r = w * 32 + i;
-            if (r < g.ranks && rank_live_now(g, r)) {
-                bits |= 1u << i;
-            }
+        const unsigned bits = __ballot_sync(0xffffffffu, live);
+        if (lane == 0) {
+            view.bits[r0 / kWarpSize] = bits;
         }
-        view.bits[w] = bits;
     }
     __syncthreads();
 }
@@ -378,10 +378,12 @@ __device__ __forceinline__ int destination_order(int d, bool &first)
 
 // A warp copies [begin, end) bytes (16-byte multiples) of src to each target,
 // kCopyUnroll 16-byte loads in flight per lane before the stores.
+// With stop, a nonzero *stop read after the loads (its latency hidden behind theirs)
+// abandons the copy before the next stores; returns false then.
 constexpr int kCopyUnroll = 8;
 
-__device__ __forceinline__ void warp_copy_to(const LaneTargets &to, const char *src, size_t begin,
-                                             size_t end, int lane)
+__device__ __forceinline__ bool warp_copy_to(const LaneTargets &to, const char *src, size_t begin,
+                                             size_t end, int lane, const unsigned *stop = nullptr)
 {
     constexpr size_t kStep = (size_t)kCopyUnroll * kWarpSize * 16;
     for (size_t off0 = begin; off0 < end; off0 += kStep) {
@@ -394,6 +396,9 @@ __device__ __forceinline__ void warp_copy_to(const LaneTargets &to, const char *
                 v[u] = *reinterpret_cast<const uint4 *>(src + o);
             }
         }
+        if (stop != nullptr && __any_sync(0xffffffffu, load_volatile(stop) != 0)) {
+            return false;
+        }
         for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
             char *dst = target_of(to, __ffs(rest) - 1);
 #pragma unroll
@@ -405,6 +410,7 @@ __device__ __forceinline__ void warp_copy_to(const LaneTargets &to, const char *
             }
         }
     }
+    return true;
 }
 
 __device__ __forceinline__ float load_as_float(const void *p, size_t i, int dtype)

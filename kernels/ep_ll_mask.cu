@@ -36,7 +36,7 @@ struct MaskBits {
 __global__ void mask_query_kernel(ncclx_ep_ll_group_desc_t g, int32_t *out)
 {
     for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < g.ranks; r += gridDim.x * blockDim.x) {
-        const bool evicted = load_volatile(&evicted_words(peer_base(g, g.rank), g)[r]) != 0;
+        const bool evicted = load_volatile(&g.evicted[r]) != 0;
         out[r] = g.inactive[r] == 0 && !evicted ? 1 : 0;
     }
 }
@@ -91,7 +91,6 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
     __shared__ int complete;
     char *self = peer_base(g, g.rank);
     unsigned long long *round1 = clean_slots(self, g, 0), *round2 = clean_slots(self, g, 1);
-    unsigned *evicted = evicted_words(self, g);
     const unsigned long long proposal = g.state->clean_high + 1;
     if (threadIdx.x == 0) {
         generation = proposal;
@@ -121,7 +120,7 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
     reset_operations(g);
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
         if (g.inactive[s] == 0) {
-            evicted[s] = 0;
+            g.evicted[s] = 0;
         }
     }
     __threadfence_system();

@@ -47,7 +47,9 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->combine_recv = r->combine_recv;
     d->signals = r->signals;
     d->msg_bytes = g->dims.dispatch_msg_bytes;
-    d->decisions = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions);
+    d->decisions = r->decisions != NCCLX_NO_REGION
+                       ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions)
+                       : NULL;
     d->combine_slot_bytes = g->dims.combine_slot_bytes;
     d->combine_slots = (int)g->dims.combine_slots;
     d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
@@ -57,6 +59,12 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
                       ? (int *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->mask)
                       : NULL;
     d->mask_words = r->mask_words;
+    /* Read by every kernel at its start: the local address saves a peer-table lookup. */
+    d->evicted = r->mask_words != NCCLX_NO_REGION
+                     ? (unsigned int *)((char *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC,
+                                                                r->mask_words) +
+                                        2 * sizeof(uint64_t) * g->dims.ranks)
+                     : NULL;
     g->masked_by_update = r->host_masked != NCCLX_NO_REGION
                               ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_masked)
                               : NULL;
