@@ -5,6 +5,8 @@
  * ncclxInitWithComm and ncclxLoopbackInit, and the symmetric-memory ops of NCCL contexts: an
  * ncclMemAlloc block registered as a symmetric window, peers resolved through the window.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,33 +213,187 @@ out:
     return res;
 }
 
-ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym)
+static ncclxResult_t ncclx_context_measure(struct ncclxContext *ctx, size_t bytes[])
 {
-    ncclxResult_t res = ncclxSuccess;
-    size_t bytes[NCCLX_MEM_NUM_CLASSES];
     ncclx_layout_t layout;
     ncclx_layout_init_measure(&layout, NULL, NULL);
     NCCLX_CHECK(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
     for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
         bytes[c] = layout.arena[c].used;
     }
-    NCCLX_CHECK(ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan));
+    return ncclxSuccess;
+}
+
+/* Zeroed arenas and peer table, then the groups (each binds its kernels' descriptors). */
+static ncclxResult_t ncclx_context_prepare(struct ncclxContext *ctx)
+{
+    NCCLX_CHECK(ncclx_context_prepare_device(ctx));
+    return ncclx_context_build_groups(ctx);
+}
+
+ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym)
+{
+    size_t bytes[NCCLX_MEM_NUM_CLASSES];
+    ncclxResult_t res = ncclx_context_measure(ctx, bytes);
     ctx->sym = sym;
-    NCCLX_CHECK_GOTO(sym->alloc(ctx, bytes[NCCLX_MEM_SYMMETRIC]), res, err_free_arenas);
-    NCCLX_CHECK_GOTO(ncclx_context_prepare_device(ctx), res, err_free_symmetric);
-    NCCLX_CHECK_GOTO(ncclx_context_build_groups(ctx), res, err_unbind_groups);
+    /* Private memory first: a GPU with less free memory fails here, alone, and every rank
+     * learns it before any of them registers a window. */
+    if (res == ncclxSuccess) {
+        res = ncclx_arenas_alloc(&ctx->arenas, bytes, &ctx->norm.plan);
+    }
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "memory", res, NULL, 0));
+    res = sym->alloc(ctx, bytes[NCCLX_MEM_SYMMETRIC]);
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "symmetric", res, NULL, 0));
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "device", ncclx_context_prepare(ctx), NULL, 0));
     /* Every rank is ready (arenas zeroed, memory registered) before any peer writes to us. */
-    NCCLX_CHECK_GOTO(sym->barrier(ctx), res, err_unbind_groups);
+    NCCLX_CHECK(sym->barrier(ctx));
     ncclx_context_fill_info(ctx);
     return ncclxSuccess;
+}
 
-err_unbind_groups:
-    (void)ncclx_context_unbind_groups(ctx);
-err_free_symmetric:
-    (void)sym->free(ctx);
-err_free_arenas:
-    ctx->sym = NULL;
-    (void)ncclx_arenas_free(&ctx->arenas);
+/* ---- agreement between the steps of init ---- */
+
+/* One rank's word on a step. */
+typedef struct {
+    int32_t status;
+    uint32_t instance;
+    uint64_t plan_hash;
+} ncclx_init_vote_t;
+
+/* What the first failed rank says about its failure. */
+typedef struct {
+    int32_t status;
+    uint32_t rank;
+    char message[248];
+} ncclx_init_failure_t;
+
+/* The first failed rank tells everyone why.  A rank that did not fail reports it; one that
+ * failed too keeps its own error (and message). */
+static ncclxResult_t ncclx_init_remote_failure(ncclx_init_coll_t *coll, const char *step,
+                                               uint32_t failed, ncclxResult_t mine)
+{
+    ncclx_init_failure_t why;
+    char key[64];
+    ncclxResult_t res;
+    memset(&why, 0, sizeof(why));
+    snprintf(key, sizeof(key), "%s.why", step);
+    res = coll->broadcast(coll, key, failed, &why, sizeof(why));
+    if (mine != ncclxSuccess) {
+        return mine;
+    }
+    if (res != ncclxSuccess) {
+        return res;
+    }
+    why.message[sizeof(why.message) - 1] = '\0';
+    return NCCLX_ERROR(ncclxRemoteError, "rank %u failed at init step '%s' (%s): %s", failed, step,
+                       ncclxGetErrorString((ncclxResult_t)why.status), why.message);
+}
+
+/* This rank failed first: it tells the others why and keeps its own error. */
+static ncclxResult_t ncclx_init_tell_failure(ncclx_init_coll_t *coll, const char *step,
+                                             ncclxResult_t mine)
+{
+    ncclx_init_failure_t why;
+    char key[64];
+    memset(&why, 0, sizeof(why));
+    why.status = (int32_t)mine;
+    why.rank = coll->rank;
+    snprintf(why.message, sizeof(why.message), "%s", ncclxGetLastError());
+    snprintf(key, sizeof(key), "%s.why", step);
+    if (coll->broadcast(coll, key, coll->rank, &why, sizeof(why)) != ncclxSuccess) {
+        /* The others knew of the failure, not its message; ours stays the one reported. */
+        return NCCLX_ERROR(mine, "%s", why.message);
+    }
+    return mine;
+}
+
+/* Every rank fetches the plans of rank 0 and of the first rank that differs, and names the
+ * same first difference. */
+static ncclxResult_t ncclx_init_plan_mismatch(ncclx_init_coll_t *coll,
+                                              const ncclx_plan_norm_t *norm, uint32_t odd)
+{
+    ncclxResult_t res = ncclxSuccess;
+    ncclx_plan_difference_t d;
+    char name[96];
+    ncclx_plan_norm_t *first = malloc(sizeof(*first));
+    ncclx_plan_norm_t *other = malloc(sizeof(*other));
+    if (first == NULL || other == NULL) {
+        /* The broadcasts need both buffers on every rank: fail without naming the field. */
+        res = NCCLX_ERROR(ncclxInvalidArgument,
+                          "rank %u holds another plan or team than rank 0 (no host memory left "
+                          "to name the field): every rank must pass the same plan",
+                          odd);
+        goto out;
+    }
+    memcpy(first, norm, sizeof(*first));
+    memcpy(other, norm, sizeof(*other));
+    NCCLX_CHECK_GOTO(coll->broadcast(coll, "plan.first", 0, first, sizeof(*first)), res, out);
+    NCCLX_CHECK_GOTO(coll->broadcast(coll, "plan.odd", odd, other, sizeof(*other)), res, out);
+    if (!ncclx_plan_diff(other, first, &d)) {
+        res = NCCLX_ERROR(ncclxInternalError,
+                          "ranks 0 and %u hash their plans differently but no field differs", odd);
+        goto out;
+    }
+    ncclx_plan_difference_name(&d, name, sizeof(name));
+    res = NCCLX_ERROR(ncclxInvalidArgument,
+                      "%s is %" PRIu64 " on rank %u but %" PRIu64 " on rank 0: every rank must "
+                      "pass the same plan and run on the same team shape",
+                      name, d.a, odd, d.b);
+out:
+    free(other);
+    free(first);
+    return res;
+}
+
+ncclxResult_t ncclx_init_agree(ncclx_init_coll_t *coll, const char *step, ncclxResult_t mine,
+                               const ncclx_plan_norm_t *norm, uint32_t instance)
+{
+    ncclx_init_vote_t vote, *votes;
+    uint32_t failed = UINT32_MAX, odd = UINT32_MAX;
+    ncclxResult_t res = ncclxSuccess;
+    if (coll == NULL || coll->size == 1) {
+        return mine;
+    }
+    votes = calloc(coll->size, sizeof(*votes));
+    if (votes == NULL) {
+        /* This rank cannot vote: the others time out in the exchange instead of hanging. */
+        return mine != ncclxSuccess
+                   ? mine
+                   : NCCLX_ERROR(ncclxOutOfMemory, "init step '%s': no host memory for %u votes",
+                                 step, coll->size);
+    }
+    memset(&vote, 0, sizeof(vote));
+    vote.status = (int32_t)mine;
+    vote.instance = instance;
+    vote.plan_hash = norm != NULL && mine == ncclxSuccess ? ncclx_plan_hash(norm) : 0;
+    res = coll->allgather(coll, step, &vote, votes, sizeof(vote));
+    if (res != ncclxSuccess) {
+        free(votes);
+        return mine != ncclxSuccess ? mine : res;
+    }
+    for (uint32_t r = 0; r < coll->size && failed == UINT32_MAX; r++) {
+        if (votes[r].status != (int32_t)ncclxSuccess) {
+            failed = r;
+        }
+    }
+    for (uint32_t r = 1; r < coll->size && failed == UINT32_MAX && odd == UINT32_MAX; r++) {
+        if (votes[r].plan_hash != votes[0].plan_hash || votes[r].instance != votes[0].instance) {
+            odd = r;
+        }
+    }
+    if (failed != UINT32_MAX) {
+        /* Only the first failed rank speaks. */
+        res = failed == coll->rank ? ncclx_init_tell_failure(coll, step, mine)
+                                   : ncclx_init_remote_failure(coll, step, failed, mine);
+    } else if (odd != UINT32_MAX && votes[odd].instance != votes[0].instance) {
+        res = NCCLX_ERROR(ncclxInvalidArgument,
+                          "config.instance is %u on rank %u but %u on rank 0: every rank must "
+                          "give the same context the same instance",
+                          votes[odd].instance, odd, votes[0].instance);
+    } else if (odd != UINT32_MAX) {
+        res = ncclx_init_plan_mismatch(coll, norm, odd);
+    }
+    free(votes);
     return res;
 }
 

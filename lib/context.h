@@ -49,6 +49,34 @@ typedef struct {
 extern const ncclx_symmetric_ops_t ncclx_window_ops;   /* lib/context.c */
 extern const ncclx_symmetric_ops_t ncclx_loopback_ops; /* lib/loopback.c */
 
+/**
+ * The collectives that keep the ranks of an init in step: PMIx for ncclxInit (it works before
+ * the communicator exists and whatever becomes of it), the caller's communicator for
+ * ncclxInitWithComm.  A loopback team needs none: one process builds every rank.
+ */
+typedef struct ncclx_init_coll {
+    uint32_t rank, size;
+    /** Every rank's bytes at mine land in all[rank * bytes]; step names the exchange. */
+    ncclxResult_t (*allgather)(struct ncclx_init_coll *coll, const char *step, const void *mine,
+                               void *all, size_t bytes);
+    /** root's bytes at data land in every rank's data. */
+    ncclxResult_t (*broadcast)(struct ncclx_init_coll *coll, const char *step, uint32_t root,
+                               void *data, size_t bytes);
+    void *state;
+} ncclx_init_coll_t;
+
+/**
+ * Ends a step of init on every rank at once, so that no rank goes on into a collective that a
+ * failed rank will never join.  mine is this rank's result of the step.  Any failure fails every
+ * rank: a failed rank returns its own error, the others ncclxRemoteError naming the first
+ * failed rank, the step and that rank's message.  With norm (the first step), every rank must
+ * also hold the same plan and team and, when instance is not 0, the same PMIx key instance:
+ * otherwise every rank returns ncclxInvalidArgument naming the first differing group and field
+ * with both ranks' values.  coll NULL: returns mine.
+ */
+ncclxResult_t ncclx_init_agree(ncclx_init_coll_t *coll, const char *step, ncclxResult_t mine,
+                               const ncclx_plan_norm_t *norm, uint32_t instance);
+
 struct ncclxContext {
     ncclx_plan_norm_t norm; /* the plan, imported once per context */
     ncclx_plan_regions_t regions;
@@ -68,6 +96,7 @@ struct ncclxContext {
     int blocks;                      /* default grid size of data-moving kernels */
     struct ncclx_loopback *loopback; /* loopback team: the shared symmetric block */
     int loopback_ref;                /* this context holds a reference on it */
+    ncclx_init_coll_t *coll;         /* during init: agreement between build steps, or NULL */
 };
 
 /**
@@ -93,14 +122,25 @@ ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_o
 
 /**
  * The one build sequence of every context, after ncclx_context_open and with ctx->norm (the
- * imported plan and team), rank, cuda_device and blocks set: region layout, private arenas,
- * symmetric memory through sym, zeroed arenas, peer table, kernel modules, groups, a barrier,
- * info.  Undoes what it did on failure (not ncclx_context_open).
+ * imported plan and team), rank, cuda_device, blocks and coll set: region layout, private
+ * arenas, symmetric memory through sym, zeroed arenas, peer table, kernel modules, groups, a
+ * barrier, info.  The ranks agree (ctx->coll) after each step that can fail on one rank alone,
+ * before the next collective.  On failure ncclx_context_teardown undoes what it did; nothing
+ * collective is left half done.
  */
 ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym);
 
 /** Undoes ncclx_context_build (when it succeeded) and ncclx_context_open; first failure. */
 ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx);
+
+/**
+ * ncclxLoopbackInit with one plan per rank (plans[r] for rank r): every plan is imported and
+ * compared with rank 0's before the GPU is touched, and a difference fails with
+ * ncclxInvalidArgument naming the first differing group and field.  ncclxLoopbackInit passes
+ * its one plan for every rank.
+ */
+ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num_ranks,
+                                  int cuda_device, ncclxContext_t contexts[]);
 
 /** The LSA (load/store) team size NCCL found for comm, or ncclxNcclError. */
 ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size);

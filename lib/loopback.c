@@ -7,6 +7,7 @@
  * slice and point its peer table at the N slices, so the real kernels run unchanged as N
  * concurrent ranks.  No NCCL communicator is involved.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,8 +153,38 @@ err_free:
     return res;
 }
 
-ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
-                                ncclxContext_t contexts[])
+/* Every rank's plan, imported and compared with rank 0's before the GPU is touched; *norm is
+ * rank 0's (every rank builds from it). */
+static ncclxResult_t ncclx_loopback_plans(const ncclxPlan_t *const plans[], uint32_t num_ranks,
+                                          const ncclxTeam_t *team, ncclx_plan_norm_t *norm)
+{
+    ncclxResult_t res = ncclxSuccess;
+    ncclx_plan_norm_t *other = NULL;
+    NCCLX_CHECK(ncclx_plan_import(plans[0], team, norm));
+    for (uint32_t r = 1; r < num_ranks && res == ncclxSuccess; r++) {
+        ncclx_plan_difference_t d;
+        char name[96];
+        if (plans[r] == plans[0]) {
+            continue;
+        }
+        if (other == NULL && (other = malloc(sizeof(*other))) == NULL) {
+            return NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
+        }
+        res = ncclx_plan_import(plans[r], team, other);
+        if (res == ncclxSuccess && ncclx_plan_diff(other, norm, &d)) {
+            ncclx_plan_difference_name(&d, name, sizeof(name));
+            res = NCCLX_ERROR(ncclxInvalidArgument,
+                              "%s is %" PRIu64 " on loopback rank %u but %" PRIu64 " on rank 0: "
+                              "every rank must pass the same plan",
+                              name, d.a, r, d.b);
+        }
+    }
+    free(other);
+    return res;
+}
+
+ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num_ranks,
+                                  int cuda_device, ncclxContext_t contexts[])
 {
     ncclxTeam_t team = NCCLX_TEAM_INIT;
     ncclx_plan_norm_t *norm = NULL;
@@ -161,28 +192,34 @@ ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int
     ncclxContext_t made[NCCLX_LOOPBACK_MAX_RANKS];
     uint32_t done = 0;
     ncclxResult_t res = ncclxSuccess;
-    if (plan == NULL || contexts == NULL) {
+    if (plans == NULL || contexts == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: %s is NULL",
-                           plan == NULL ? "plan" : "contexts");
+                           plans == NULL ? "plan" : "contexts");
     }
     if (num_ranks < 1 || num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxLoopbackInit: num_ranks=%u is outside [1, %u]", num_ranks,
                            NCCLX_LOOPBACK_MAX_RANKS);
     }
-    NCCLX_CHECK(ncclxEnvValidate());
-    /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
-     * front of a peer's send.  Effective only if CUDA is not initialized yet in this process. */
-    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) != 0) {
-        NCCLX_WARN("could not set CUDA_DEVICE_MAX_CONNECTIONS for the loopback team");
+    for (uint32_t r = 0; r < num_ranks; r++) {
+        if (plans[r] == NULL) {
+            return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: rank %u's plan is NULL",
+                               r);
+        }
     }
+    NCCLX_CHECK(ncclxEnvValidate());
     team.num_ranks = team.lsa_size = num_ranks;
     norm = malloc(sizeof(*norm));
     if (norm == NULL) {
         return NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
     }
-    /* The plan is imported once, for every rank. */
-    NCCLX_CHECK_GOTO(ncclx_plan_import(plan, &team, norm), res, out);
+    /* The plans are imported and compared once, before the GPU is touched. */
+    NCCLX_CHECK_GOTO(ncclx_loopback_plans(plans, num_ranks, &team, norm), res, out);
+    /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
+     * front of a peer's send.  Effective only if CUDA is not initialized yet in this process. */
+    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) != 0) {
+        NCCLX_WARN("could not set CUDA_DEVICE_MAX_CONNECTIONS for the loopback team");
+    }
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(cuda_device), res, out);
     {
         ncclx_layout_t layout;
@@ -219,4 +256,17 @@ err_finalize:
 out:
     free(norm);
     return res;
+}
+
+ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
+                                ncclxContext_t contexts[])
+{
+    const ncclxPlan_t *plans[NCCLX_LOOPBACK_MAX_RANKS];
+    if (plan == NULL || num_ranks < 1 || num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
+        return ncclx_loopback_init(plan == NULL ? NULL : &plan, num_ranks, cuda_device, contexts);
+    }
+    for (uint32_t r = 0; r < num_ranks; r++) {
+        plans[r] = plan;
+    }
+    return ncclx_loopback_init(plans, num_ranks, cuda_device, contexts);
 }

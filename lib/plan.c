@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Public plan entry points: validation, sizing, printing.
+ * Public plan entry points: validation, sizing, printing; and the comparison of normalized plans
+ * across ranks (hash and first difference).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "plan_internal.h"
@@ -116,4 +119,198 @@ ncclxResult_t ncclxPlanPrint(const ncclxPlan_t *plan, const ncclxTeam_t *team, F
                 layout.arena[c].used, human);
     }
     return ncclxSuccess;
+}
+
+/* ---- Plans compared across ranks ---- */
+
+/* Every field that must be equal on every rank, in the order a difference is reported: the team,
+ * the plan's own fields, then each group's.  host_block and host_block_bytes are left out: they
+ * describe local memory. */
+typedef struct {
+    const char *name;
+    size_t offset, size;
+} ncclx_plan_field_t;
+
+#define NCCLX_FIELD(type, f)                          \
+    {                                                 \
+#f, offsetof(type, f), sizeof(((type *)0)->f) \
+    }
+
+static const ncclx_plan_field_t ncclx_team_fields[] = {
+    NCCLX_FIELD(ncclxTeam_t, num_ranks),
+    NCCLX_FIELD(ncclxTeam_t, num_nodes),
+    NCCLX_FIELD(ncclxTeam_t, lsa_size),
+};
+
+static const ncclx_plan_field_t ncclx_plan_fields[] = {
+    NCCLX_FIELD(ncclxPlan_t, num_ep_groups),
+    NCCLX_FIELD(ncclxPlan_t, m2n_staging_bytes),
+};
+
+static const ncclx_plan_field_t ncclx_group_fields[] = {
+    NCCLX_FIELD(ncclxEpGroupPlan_t, algorithm),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, num_experts),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, max_topk),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, hidden),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, token_dtypes),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, layouts),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, recipes),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, max_dispatch_tokens_per_rank),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, max_recv_tokens_per_rank),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, max_token_bytes),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, max_scale_bytes),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, expert_alignment),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, enable_mask),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, num_handles),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, sm_budget),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, timeout_ns),
+};
+
+/* A field added to a struct must join its table (and so the comparison). */
+_Static_assert(offsetof(ncclxEpGroupPlan_t, timeout_ns) + sizeof(uint64_t) ==
+                   sizeof(ncclxEpGroupPlan_t),
+               "a new ncclxEpGroupPlan_t field must be added to ncclx_group_fields");
+_Static_assert(offsetof(ncclxPlan_t, host_block_bytes) + sizeof(size_t) == sizeof(ncclxPlan_t),
+               "a new ncclxPlan_t field must be added to ncclx_plan_fields (or left out on "
+               "purpose)");
+_Static_assert(offsetof(ncclxTeam_t, reserved0) + sizeof(uint32_t) == sizeof(ncclxTeam_t),
+               "a new ncclxTeam_t field must be added to ncclx_team_fields");
+
+#define NCCLX_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+static uint64_t ncclx_field_value(const void *base, const ncclx_plan_field_t *f)
+{
+    uint64_t value = 0;
+    if (f->size == sizeof(uint32_t)) {
+        uint32_t v32;
+        memcpy(&v32, (const char *)base + f->offset, sizeof(v32));
+        value = v32;
+    } else {
+        memcpy(&value, (const char *)base + f->offset, sizeof(value));
+    }
+    return value;
+}
+
+/* Calls visit(field, group, value) for every compared field of norm, in order; stops early
+ * when visit returns nonzero. */
+typedef int (*ncclx_field_visit_t)(const ncclx_plan_field_t *f, int group, uint64_t value,
+                                   void *arg);
+
+static void ncclx_plan_walk(const ncclx_plan_norm_t *norm, ncclx_field_visit_t visit, void *arg)
+{
+    for (size_t i = 0; i < NCCLX_COUNT(ncclx_team_fields); i++) {
+        if (visit(&ncclx_team_fields[i], -2, ncclx_field_value(&norm->team, &ncclx_team_fields[i]),
+                  arg)) {
+            return;
+        }
+    }
+    for (size_t i = 0; i < NCCLX_COUNT(ncclx_plan_fields); i++) {
+        if (visit(&ncclx_plan_fields[i], -1, ncclx_field_value(&norm->plan, &ncclx_plan_fields[i]),
+                  arg)) {
+            return;
+        }
+    }
+    for (uint32_t gi = 0; gi < norm->num_groups && gi < NCCLX_MAX_EP_GROUPS; gi++) {
+        for (size_t i = 0; i < NCCLX_COUNT(ncclx_group_fields); i++) {
+            if (visit(&ncclx_group_fields[i], (int)gi,
+                      ncclx_field_value(&norm->groups[gi], &ncclx_group_fields[i]), arg)) {
+                return;
+            }
+        }
+    }
+}
+
+/*
+ * FNV-1a over whole 64-bit field values, then a bijective finalizer.  Each step
+ * h -> (h ^ v) * P (P odd) is a bijection of h for a fixed v and of v for a fixed h, so two
+ * plans that differ in exactly one field always hash differently: the states part at that
+ * field and every later step maps distinct states to distinct states.
+ */
+static int ncclx_hash_field(const ncclx_plan_field_t *f, int group, uint64_t value, void *arg)
+{
+    uint64_t *h = arg;
+    (void)f;
+    (void)group;
+    *h = (*h ^ value) * 0x100000001b3ull;
+    return 0;
+}
+
+uint64_t ncclx_plan_hash(const ncclx_plan_norm_t *norm)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    ncclx_plan_walk(norm, ncclx_hash_field, &h);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+typedef struct {
+    uint64_t values[3 + 2 + NCCLX_MAX_EP_GROUPS * NCCLX_COUNT(ncclx_group_fields)];
+    uint32_t count;
+} ncclx_plan_values_t;
+
+static int ncclx_collect_field(const ncclx_plan_field_t *f, int group, uint64_t value, void *arg)
+{
+    ncclx_plan_values_t *v = arg;
+    (void)f;
+    (void)group;
+    v->values[v->count++] = value;
+    return 0;
+}
+
+typedef struct {
+    const ncclx_plan_values_t *other;
+    uint32_t index;
+    ncclx_plan_difference_t *diff;
+    int found;
+} ncclx_plan_compare_t;
+
+static int ncclx_compare_field(const ncclx_plan_field_t *f, int group, uint64_t value, void *arg)
+{
+    ncclx_plan_compare_t *c = arg;
+    uint64_t theirs = c->index < c->other->count ? c->other->values[c->index] : 0;
+    c->index++;
+    if (value == theirs) {
+        return 0;
+    }
+    c->diff->group = group < 0 ? -1 : group;
+    c->diff->field = f->name;
+    c->diff->scope = group == -2 ? "team" : group == -1 ? "plan" : "group";
+    c->diff->a = value;
+    c->diff->b = theirs;
+    c->found = 1;
+    return 1;
+}
+
+int ncclx_plan_diff(const ncclx_plan_norm_t *a, const ncclx_plan_norm_t *b,
+                    ncclx_plan_difference_t *diff)
+{
+    ncclx_plan_values_t *theirs = malloc(sizeof(*theirs));
+    ncclx_plan_compare_t c = {theirs, 0, diff, 0};
+    if (theirs == NULL) {
+        /* Cannot name the field: fall back to the hashes (equal plans, equal hashes). */
+        uint64_t ha = ncclx_plan_hash(a), hb = ncclx_plan_hash(b);
+        diff->group = -1;
+        diff->field = "(hash)";
+        diff->scope = "plan";
+        diff->a = ha;
+        diff->b = hb;
+        return ha != hb;
+    }
+    theirs->count = 0;
+    ncclx_plan_walk(b, ncclx_collect_field, theirs);
+    /* Plans of different group counts already differ at plan.num_ep_groups, before any group. */
+    ncclx_plan_walk(a, ncclx_compare_field, &c);
+    free(theirs);
+    return c.found;
+}
+
+void ncclx_plan_difference_name(const ncclx_plan_difference_t *d, char *buf, size_t len)
+{
+    if (d->group >= 0) {
+        snprintf(buf, len, "plan.ep_groups[%d]->%s", d->group, d->field);
+    } else {
+        snprintf(buf, len, "%s.%s", d->scope, d->field);
+    }
 }

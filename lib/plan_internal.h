@@ -127,6 +127,31 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *group, const ncclx
 ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
                                 ncclx_plan_regions_t *regions);
 
+/**
+ * A 64-bit hash of everything in norm that every rank must hold alike: the team, the plan's
+ * shared fields and each group's fields (not host_block / host_block_bytes, local memory).  Two
+ * plans differing in exactly one field always hash differently (see lib/plan.c).
+ */
+uint64_t ncclx_plan_hash(const ncclx_plan_norm_t *norm);
+
+/** Where two normalized plans first differ. */
+typedef struct {
+    const char *scope; /* "team", "plan" or "group" */
+    int group;         /* the group's index, -1 for team and plan fields */
+    const char *field; /* "hidden", "num_ep_groups", "lsa_size", ... */
+    uint64_t a, b;     /* the two values */
+} ncclx_plan_difference_t;
+
+/**
+ * 1 and *diff = the first difference between a and b (team fields, then the plan's, then the
+ * groups' in order), or 0 when every compared field is equal.
+ */
+int ncclx_plan_diff(const ncclx_plan_norm_t *a, const ncclx_plan_norm_t *b,
+                    ncclx_plan_difference_t *diff);
+
+/** The field's name as errors spell it: "plan.ep_groups[2]->hidden", "team.lsa_size". */
+void ncclx_plan_difference_name(const ncclx_plan_difference_t *d, char *buf, size_t len);
+
 /** Size of one element of dtype in bits (one FP4 value of FP4x2: 4 bits). */
 uint32_t ncclx_dtype_bits(ncclxDataType_t dtype);
 

@@ -79,8 +79,27 @@ typedef struct {
 
 /**
  * Bootstraps from PMIx and allocates the plan.  config may be NULL (defaults).  On success
- * *context is set; on failure it is left untouched and everything done so far is undone.
- * Errors: ncclxInvalidArgument (plan, config, environment), ncclxPmixError, ncclxCudaError (no
+ * *context is set; on failure it is left untouched and everything done so far is undone (the
+ * communicator is aborted).
+ *
+ * Every rank fails together.  Init runs in steps (arguments and plan; placement; the
+ * communicator; private memory; symmetric memory; device setup) and the ranks vote through
+ * PMIx at the end of each, before the next collective: when one rank fails a step alone (a bad
+ * NCCLX_* value, less free GPU memory), it returns its own error and every other rank returns
+ * ncclxRemoteError naming that rank, the step and its message, instead of waiting in a
+ * collective it will never join.  Right after the bootstrap (before the GPU is touched) the
+ * ranks also compare their plans and team shapes (a hash, then the first difference): any
+ * difference fails every rank with ncclxInvalidArgument naming the first differing group and
+ * field and both ranks' values ("plan.ep_groups[0]->hidden is 4096 on rank 2 but 2048 on rank
+ * 0").  A rank that dies or never calls ncclxInit turns into ncclxTimeout on the others after
+ * NCCLX_FENCE_TIMEOUT_S.
+ *
+ * Without a PMIx server the process runs as rank 0 of 1, unless the environment says that a
+ * launcher started several tasks (PMIX_RANK set, SLURM_STEP_NUM_TASKS, OMPI_COMM_WORLD_SIZE or
+ * PMI_SIZE above 1): then ncclxPmixError names the variable.
+ *
+ * Errors: ncclxInvalidArgument (plan, config, environment, plans that differ between ranks),
+ * ncclxRemoteError (another rank failed), ncclxPmixError, ncclxTimeout, ncclxCudaError (no
  * usable GPU), ncclxOutOfMemory (the plan does not fit: the message gives needed and free
  * bytes), ncclxNcclError.
  */
@@ -89,7 +108,13 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
 
 /**
  * Same on a communicator the caller owns (and keeps owning: finalize does not destroy it).
- * The current CUDA device must be the communicator's.  Collective over comm.
+ * The current CUDA device must be the communicator's.  Collective over comm: the ranks vote
+ * and compare plans as ncclxInit does, through small NCCL collectives on comm before any
+ * memory is registered, so one rank's failure fails every rank (ncclxRemoteError on the
+ * others).  On failure comm is left to the caller, not aborted; a failure inside NCCL's own
+ * window registration on some ranks only may leave comm unusable (ncclCommAbort it).
+ * NCCL collectives have no timeout: a rank that never calls ncclxInitWithComm, or passes no
+ * communicator, leaves the others waiting.
  */
 ncclxResult_t ncclxInitWithComm(const ncclxPlan_t *plan, struct ncclComm *comm,
                                 const ncclxInitConfig_t *config, ncclxContext_t *context);

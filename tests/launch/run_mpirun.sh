@@ -3,8 +3,9 @@
 # Copyright (c) 2026 The libncclx authors.
 #
 # PMIx bootstrap under Open MPI's mpirun (its PMIx server) with 4 ranks, and as a singleton
-# (a plain ./app with no PMIx server: rank 0 of 1); ranks that cannot reach mpirun's PMIx
-# server must fail, not run as singletons; then a rank that misses a fence must turn into
+# (a plain ./app with no PMIx server: rank 0 of 1); ncclxInit when one rank's plan differs or
+# one rank fails alone (every rank must return the error); ranks that cannot reach mpirun's
+# PMIx server must fail, not run as singletons; then a rank that misses a fence must turn into
 # ncclxTimeout on the others after NCCLX_FENCE_TIMEOUT_S.
 set -u
 . "$(dirname "$0")/probe_lib.sh"
@@ -21,6 +22,20 @@ need_program mpirun openmpi-bin
 
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4
 expect_pass "mpirun -n 4 ncclxInit" 4 init_probe
+
+# Rank 2 plans another hidden size: every rank must fail, naming the group and the field,
+# right after the bootstrap (before placement: no GPU is needed to see it).
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4 --odd-rank 2 \
+    --odd-hidden 4096 \
+    --expect "invalid argument:plan.ep_groups[0]->hidden is 4096 on rank 2 but 256 on rank 0"
+expect_pass "mpirun -n 4 ncclxInit, plans differ" 4 init_probe
+
+# Rank 2 alone fails a step (a bad NCCLX_* value): every rank must return an error, none may be
+# left waiting in the next collective.
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4 --odd-rank 2 \
+    --odd-env NCCLX_BIND=sideways --expect-odd "invalid argument:NCCLX_BIND='sideways'" \
+    --expect "remote error:rank 2 failed at init step 'arguments' (invalid argument): NCCLX_BIND"
+expect_pass "mpirun -n 4 ncclxInit, rank 2 fails alone" 4 init_probe
 
 # PMIx unreachable under mpirun (its PMIX_* variables removed from the ranks): every rank must
 # refuse to run as a singleton and name the launcher's variable.

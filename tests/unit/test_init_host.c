@@ -4,7 +4,8 @@
  * ncclxInit and ncclxInitWithComm on the CPU, as a PMIx singleton (no server).  The GPU and
  * NCCL calls that init would make are replaced at link time (-Wl,--wrap) where a test needs
  * init to get further than a machine without a GPU allows:
- *  - the PMIx key instance is drawn by ncclxInit only, never by ncclxInitWithComm.
+ *  - the PMIx key instance is drawn by ncclxInit only, never by ncclxInitWithComm;
+ *  - a loopback team whose ranks hold different plans fails, naming the field, before the GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include <nccl.h>
 
 #include "ncclx_test.h"
+
+#include "context.h"
 
 /* PMIx 4.2 leaks inside itself (see test_bootstrap_singleton.c): ignore only those. */
 const char *__lsan_default_suppressions(void);
@@ -162,10 +165,46 @@ static void test_instance_not_drawn_by_init_with_comm(void **state)
     assert_int_equal(second, first + 1);
 }
 
+/* Rank 2 of a loopback team of 4 plans another hidden size: every rank's plan is compared
+ * before the GPU is touched, so even without one the error names the group and field. */
+static void test_loopback_plans_differ(void **state)
+{
+    ncclxPlan_t plan = small_plan();
+    ncclxPlan_t odd_plan = NCCLX_PLAN_INIT;
+    ncclxEpGroupPlan_t odd_group;
+    const ncclxEpGroupPlan_t *odd_groups[1] = {&odd_group};
+    const ncclxPlan_t *plans[4] = {&plan, &plan, &odd_plan, &plan};
+    ncclxContext_t ctx[4] = {NULL, NULL, NULL, NULL};
+    (void)state;
+    group.num_experts = 32;
+    odd_group = group;
+    odd_group.hidden = 4096;
+    odd_plan = plan;
+    odd_plan.ep_groups = odd_groups;
+    assert_ncclx_error(ncclx_loopback_init(plans, 4, 0, ctx), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->hidden is 4096 on loopback rank 2 but 256 on rank 0");
+    assert_null(ctx[0]);
+    /* A copy of the same plan is the same plan. */
+    odd_group.hidden = group.hidden;
+    odd_group.timeout_ns = 5;
+    assert_ncclx_error(ncclx_loopback_init(plans, 4, 0, ctx), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->timeout_ns is 5 on loopback rank 2");
+    odd_group.timeout_ns = group.timeout_ns;
+    if (ncclx_loopback_init(plans, 4, 0, ctx) == ncclxSuccess) {
+        for (int r = 0; r < 4; r++) {
+            assert_ncclx_ok(ncclxFinalize(ctx[r]));
+        }
+    } else {
+        /* Without a GPU: past the comparison, into CUDA. */
+        assert_int_equal(strstr(ncclxGetLastError(), "on loopback rank"), NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_instance_not_drawn_by_init_with_comm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loopback_plans_differ, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
