@@ -15,7 +15,7 @@
  *  - NaN, Inf, subnormal, huge, below-the-floor and tie inputs through FP8 quantization;
  *  - negative, +-0 and extreme weights, and expert outputs over the dtypes' whole range, so
  *    that combine results round to subnormals, to +-0, to infinity and on exact ties.
- * TEST_SEED=n replays a run's random data.
+ * TEST_SEED=n replays a run's random data; TEST_FILTER=pattern runs the matching tests alone.
  */
 #include <float.h>
 #include <math.h>
@@ -561,5 +561,8 @@ int main(void)
         return 1;
     }
     ep_seed_init("test_ep_ll_shapes");
+    if (getenv("TEST_FILTER") != NULL) { /* e.g. TEST_FILTER='test_grid_*': those tests alone */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    }
     return cmocka_run_group_tests_name("gpu_ep_ll_shapes", tests, NULL, NULL);
 }
