@@ -280,11 +280,12 @@ static ncclxResult_t ncclx_init_local(const ncclxPlan_t *plan, const ncclxInitCo
 /* GPU, CPU/memory binding and NIC before any NCCL call, so NCCL sees the binding; then rank 0
  * makes the NCCL unique id. */
 static ncclxResult_t ncclx_init_place(struct ncclxContext *ctx, const ncclx_bootstrap_t *bs,
-                                      const ncclxInitConfig_t *cfg, ncclUniqueId *id)
+                                      const ncclxInitConfig_t *cfg, ncclUniqueId *id,
+                                      ncclx_placement_undo_t *undo)
 {
     NCCLX_CHECK(ncclx_placement_setup(bs->local_rank, bs->local_size, cfg->cuda_device,
                                       cfg->bind ? NCCLX_BIND_DEFAULT : NCCLX_BIND_NONE,
-                                      &ctx->placement));
+                                      &ctx->placement, undo));
     ctx->has_placement = 1;
     if (bs->rank == 0) {
         NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclGetUniqueId(id)));
@@ -350,6 +351,7 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
 {
     ncclxInitConfig_t cfg = NCCLX_INIT_CONFIG_INIT;
     ncclx_pmix_coll_t pmix;
+    ncclx_placement_undo_t undo;
     ncclUniqueId id;
     struct ncclxContext *ctx;
     ncclx_bootstrap_t *bs;
@@ -363,6 +365,7 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     }
     ctx->info = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
     memset(&id, 0, sizeof(id));
+    memset(&undo, 0, sizeof(undo));
     NCCLX_CHECK_GOTO(ncclx_bootstrap_init(bs), res, err_free);
     ncclx_log_set_rank((int)bs->rank);
     /* Each step ends with a vote (PMIx), so that a rank that failed alone fails every rank
@@ -375,7 +378,7 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
                      res, err_finalize_bootstrap);
     pmix.instance = cfg.instance;
     NCCLX_INFO("ncclxInit: context instance %u (PMIx keys ncclx.%u.*)", cfg.instance, cfg.instance);
-    res = ncclx_init_place(ctx, bs, &cfg, &id);
+    res = ncclx_init_place(ctx, bs, &cfg, &id, &undo);
     NCCLX_CHECK_GOTO(ncclx_init_agree(&pmix.coll, "placement", res, NULL, 0), res,
                      err_finalize_bootstrap);
     NCCLX_CHECK_GOTO(
@@ -391,6 +394,7 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
         goto err_abort;
     }
     ctx->bootstrap = bs;
+    ncclx_placement_undo_release(&undo); /* the context keeps its placement */
     NCCLX_INFO("context ready: rank %u of %u (local %u of %u, node %u of %u), device %d", bs->rank,
                bs->size, bs->local_rank, bs->local_size, bs->node_id, bs->num_nodes,
                ctx->cuda_device);
@@ -400,6 +404,9 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
 err_abort:
     ncclx_init_abort(ctx);
 err_finalize_bootstrap:
+    /* As init.h promises: binding, NCCL_IB_HCA and the current device as they were (nothing
+     * to do when placement did not run). */
+    ncclx_placement_undo(&undo);
     (void)ncclx_bootstrap_finalize(bs);
 err_free:
     free(bs);

@@ -107,7 +107,7 @@ static ncclxResult_t ncclx_resolve_gpu(const ncclxPlacementQuery_t *q, const cha
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclx_placement_run(const ncclxPlacementQuery_t *query, int apply,
+ncclxResult_t ncclx_placement_run(const ncclxPlacementQuery_t *query, ncclx_placement_undo_t *undo,
                                   const char *device_field, ncclxPlacement_t *out)
 {
     ncclxResult_t res = ncclxSuccess;
@@ -134,15 +134,22 @@ ncclxResult_t ncclx_placement_run(const ncclxPlacementQuery_t *query, int apply,
     NCCLX_CHECK_GOTO(ncclx_current_binding(topo, &q, bound, &bound_known), res, err_bound);
     in.bound = bound_known ? bound : NULL;
     NCCLX_CHECK_GOTO(ncclx_placement_decide(topo, &in, &p), res, err_bound);
-    if (apply) {
-        NCCLX_CHECK_GOTO(ncclx_placement_apply(topo, &p), res, err_bound);
+    if (undo != NULL) {
+        /* The topology goes to *undo: restoring the binding needs it. */
+        NCCLX_CHECK_GOTO(ncclx_placement_apply(topo, &p, undo), res, err_bound_applied);
+        topo = NULL;
     }
     *out = p;
 err_bound:
     hwloc_bitmap_free(bound);
 err_topo:
-    hwloc_topology_destroy(topo);
+    if (topo != NULL) {
+        hwloc_topology_destroy(topo);
+    }
     return res;
+err_bound_applied:
+    topo = NULL; /* a failed apply released it with *undo */
+    goto err_bound;
 }
 
 ncclxResult_t ncclxPlacementDecide(const ncclxPlacementQuery_t *query, ncclxPlacement_t *placement)
@@ -150,7 +157,7 @@ ncclxResult_t ncclxPlacementDecide(const ncclxPlacementQuery_t *query, ncclxPlac
     ncclxPlacement_t p;
     NCCLX_CHECK(ncclx_struct_check_output(placement, NCCLX_MAGIC_PLACEMENT, NCCLX_PLACEMENT_SIZE_V1,
                                           "placement"));
-    NCCLX_CHECK(ncclx_placement_run(query, 0, "query.cuda_device", &p));
+    NCCLX_CHECK(ncclx_placement_run(query, NULL, "query.cuda_device", &p));
     ncclx_struct_export(placement, &p, sizeof(p));
     return ncclxSuccess;
 }

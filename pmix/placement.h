@@ -119,25 +119,52 @@ ncclxResult_t ncclx_placement_bind(hwloc_topology_t topo, const ncclxPlacement_t
 /** NCCL_IB_HCA="=<nic>" unless the user set NCCL_IB_HCA or there is no NIC. */
 ncclxResult_t ncclx_placement_export_nic(const ncclxPlacement_t *p);
 
-/** Binds (when p->bind), exports the NIC and makes p->cuda_device current (when >= 0). */
-ncclxResult_t ncclx_placement_apply(hwloc_topology_t topo, const ncclxPlacement_t *p);
+/** What applying a placement changed in this process, so that a failed init can put it back. */
+typedef struct {
+    hwloc_topology_t topo; /* the topology the placement was applied with; NULL: nothing kept */
+    hwloc_bitmap_t cpus;   /* the calling thread's CPU binding before; NULL: not changed */
+    hwloc_bitmap_t mems;   /* its memory binding before (BYNODESET); NULL: not changed */
+    hwloc_membind_policy_t mem_policy;
+    int nic_exported;  /* we set NCCL_IB_HCA ... */
+    int nic_was_empty; /* ... over an empty value (else it was unset) */
+    int device_set;    /* we made a CUDA device current ... */
+    int device_before; /* ... over this one */
+} ncclx_placement_undo_t;
+
+/**
+ * Binds (when p->bind), exports the NIC and makes p->cuda_device current (when >= 0), recording
+ * in *undo (zeroed first; it takes topo) what it changed.  On failure it puts back what it had
+ * done and releases *undo.
+ */
+ncclxResult_t ncclx_placement_apply(hwloc_topology_t topo, const ncclxPlacement_t *p,
+                                    ncclx_placement_undo_t *undo);
+
+/** Puts back the binding, NCCL_IB_HCA and the current device recorded in *undo, and releases
+ * it.  A zeroed *undo is nothing to do. */
+void ncclx_placement_undo(ncclx_placement_undo_t *undo);
+
+/** Keeps what was applied; releases *undo. */
+void ncclx_placement_undo_release(ncclx_placement_undo_t *undo);
 
 /**
  * The placement step of ncclxInit, before any NCCL call: choose this local rank's GPU
  * (cuda_device >= 0 wins), decide on this machine, bind, export NCCL_IB_HCA and make the GPU
- * current.  *placement is written only on success.
+ * current.  *placement is written only on success; *undo records what to put back should init
+ * fail later (ncclx_placement_undo), or be released (ncclx_placement_undo_release).
  */
 ncclxResult_t ncclx_placement_setup(uint32_t local_rank, uint32_t local_size, int32_t cuda_device,
-                                    ncclxBindPolicy_t bind, ncclxPlacement_t *placement);
+                                    ncclxBindPolicy_t bind, ncclxPlacement_t *placement,
+                                    ncclx_placement_undo_t *undo);
 
 /* ---- Shared by the public entry point and setup (placement.c) ---- */
 
 /**
  * Validates *query, loads its topology, resolves the GPU, the binding policy and the current
- * binding, and decides.  With apply, also binds, exports the NIC and calls cudaSetDevice.
- * device_field names query->cuda_device in errors ("query.cuda_device", "config.cuda_device").
+ * binding, and decides.  With undo (not NULL), also binds, exports the NIC and calls
+ * cudaSetDevice, recording what it changed in *undo.  device_field names query->cuda_device in
+ * errors ("query.cuda_device", "config.cuda_device").
  */
-ncclxResult_t ncclx_placement_run(const ncclxPlacementQuery_t *query, int apply,
+ncclxResult_t ncclx_placement_run(const ncclxPlacementQuery_t *query, ncclx_placement_undo_t *undo,
                                   const char *device_field, ncclxPlacement_t *out);
 
 #endif /* NCCLX_PMIX_PLACEMENT_H_ */

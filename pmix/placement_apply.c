@@ -47,7 +47,9 @@ ncclxResult_t ncclx_placement_bind(hwloc_topology_t topo, const ncclxPlacement_t
     } else {
         NCCLX_INFO("bound to CPUs %s near GPU %s", p->cpus, p->gpu_busid);
     }
-    if (!hwloc_bitmap_isincluded(hwloc_topology_get_allowed_nodeset(topo), nodes) &&
+    /* No NUMA node near the GPU that we may use (p->numa empty): nothing to prefer. */
+    if (!hwloc_bitmap_iszero(nodes) &&
+        !hwloc_bitmap_isincluded(hwloc_topology_get_allowed_nodeset(topo), nodes) &&
         hwloc_set_membind(topo, nodes, HWLOC_MEMBIND_BIND,
                           HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
         NCCLX_WARN("cannot prefer memory of NUMA node(s) %s near GPU %s: %s; first-touch "
@@ -84,18 +86,126 @@ ncclxResult_t ncclx_placement_export_nic(const ncclxPlacement_t *p)
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclx_placement_apply(hwloc_topology_t topo, const ncclxPlacement_t *p)
+/* The calling thread's bindings before ncclx_placement_bind changes them.  A binding that
+ * cannot be read is not put back (and was usually not changeable either). */
+static void ncclx_placement_save_binding(hwloc_topology_t topo, ncclx_placement_undo_t *undo)
 {
-    NCCLX_CHECK(ncclx_placement_bind(topo, p));
-    NCCLX_CHECK(ncclx_placement_export_nic(p));
+    undo->cpus = hwloc_bitmap_alloc();
+    if (undo->cpus != NULL && hwloc_get_cpubind(topo, undo->cpus, HWLOC_CPUBIND_THREAD) != 0) {
+        hwloc_bitmap_free(undo->cpus);
+        undo->cpus = NULL;
+    }
+    undo->mems = hwloc_bitmap_alloc();
+    if (undo->mems != NULL &&
+        hwloc_get_membind(topo, undo->mems, &undo->mem_policy,
+                          HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
+        hwloc_bitmap_free(undo->mems);
+        undo->mems = NULL;
+    }
+}
+
+/* Forgets a saved binding that ncclx_placement_bind left as it was (refused, or not needed):
+ * putting it back could only change how it is expressed. */
+static void ncclx_placement_forget_unchanged(hwloc_topology_t topo, ncclx_placement_undo_t *undo)
+{
+    hwloc_bitmap_t now = hwloc_bitmap_alloc();
+    hwloc_membind_policy_t policy;
+    if (now == NULL) {
+        return;
+    }
+    if (undo->cpus != NULL && hwloc_get_cpubind(topo, now, HWLOC_CPUBIND_THREAD) == 0 &&
+        hwloc_bitmap_isequal(now, undo->cpus)) {
+        hwloc_bitmap_free(undo->cpus);
+        undo->cpus = NULL;
+    }
+    if (undo->mems != NULL &&
+        hwloc_get_membind(topo, now, &policy, HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) ==
+            0 &&
+        policy == undo->mem_policy && hwloc_bitmap_isequal(now, undo->mems)) {
+        hwloc_bitmap_free(undo->mems);
+        undo->mems = NULL;
+    }
+    hwloc_bitmap_free(now);
+}
+
+ncclxResult_t ncclx_placement_apply(hwloc_topology_t topo, const ncclxPlacement_t *p,
+                                    ncclx_placement_undo_t *undo)
+{
+    ncclxResult_t res = ncclxSuccess;
+    const char *user_nic = getenv("NCCL_IB_HCA");
+    memset(undo, 0, sizeof(*undo));
+    undo->topo = topo;
+    if (p->bind) {
+        ncclx_placement_save_binding(topo, undo);
+    }
+    NCCLX_CHECK_GOTO(ncclx_placement_bind(topo, p), res, err_undo);
+    ncclx_placement_forget_unchanged(topo, undo);
+    /* ncclx_placement_export_nic sets the variable exactly when there is a NIC and the user's
+     * value is unset or empty. */
+    undo->nic_was_empty = user_nic != NULL;
+    undo->nic_exported = p->nic[0] != '\0' && (user_nic == NULL || user_nic[0] == '\0');
+    user_nic = NULL; /* setenv may free it */
+    NCCLX_CHECK_GOTO(ncclx_placement_export_nic(p), res, err_undo);
     if (p->cuda_device >= 0) {
-        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaSetDevice(p->cuda_device)));
+        if (cudaGetDevice(&undo->device_before) == cudaSuccess) {
+            undo->device_set = 1;
+        } else {
+            (void)cudaGetLastError(); /* nothing current before: nothing to put back */
+        }
+        NCCLX_CHECK_GOTO(NCCLX_CUDA_STATUS(cudaSetDevice(p->cuda_device)), res, err_undo);
     }
     return ncclxSuccess;
+err_undo:
+    ncclx_placement_undo(undo);
+    return res;
+}
+
+void ncclx_placement_undo_release(ncclx_placement_undo_t *undo)
+{
+    if (undo->cpus != NULL) {
+        hwloc_bitmap_free(undo->cpus);
+    }
+    if (undo->mems != NULL) {
+        hwloc_bitmap_free(undo->mems);
+    }
+    if (undo->topo != NULL) {
+        hwloc_topology_destroy(undo->topo);
+    }
+    memset(undo, 0, sizeof(*undo));
+}
+
+/* Best effort, in reverse order of ncclx_placement_apply: a failed init reports its own error,
+ * and what cannot be put back is said at WARN. */
+void ncclx_placement_undo(ncclx_placement_undo_t *undo)
+{
+    if (undo->device_set && cudaSetDevice(undo->device_before) != cudaSuccess) {
+        (void)cudaGetLastError();
+        NCCLX_WARN("could not make CUDA device %d current again", undo->device_before);
+    }
+    if (undo->nic_exported) {
+        int rc = undo->nic_was_empty ? setenv("NCCL_IB_HCA", "", 1) : unsetenv("NCCL_IB_HCA");
+        if (rc != 0) {
+            NCCLX_WARN("could not restore NCCL_IB_HCA: %s", strerror(errno));
+        }
+    }
+    /* hwloc reads the system default policy as first-touch; DEFAULT sets it back as such. */
+    if (undo->mems != NULL &&
+        hwloc_set_membind(undo->topo, undo->mems,
+                          undo->mem_policy == HWLOC_MEMBIND_FIRSTTOUCH ? HWLOC_MEMBIND_DEFAULT
+                                                                       : undo->mem_policy,
+                          HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
+        NCCLX_WARN("could not restore the memory binding: %s", strerror(errno));
+    }
+    if (undo->cpus != NULL &&
+        hwloc_set_cpubind(undo->topo, undo->cpus, HWLOC_CPUBIND_THREAD) != 0) {
+        NCCLX_WARN("could not restore the CPU binding: %s", strerror(errno));
+    }
+    ncclx_placement_undo_release(undo);
 }
 
 ncclxResult_t ncclx_placement_setup(uint32_t local_rank, uint32_t local_size, int32_t cuda_device,
-                                    ncclxBindPolicy_t bind, ncclxPlacement_t *placement)
+                                    ncclxBindPolicy_t bind, ncclxPlacement_t *placement,
+                                    ncclx_placement_undo_t *undo)
 {
     ncclxPlacementQuery_t query = NCCLX_PLACEMENT_QUERY_INIT;
     ncclxPlacement_t p;
@@ -103,7 +213,8 @@ ncclxResult_t ncclx_placement_setup(uint32_t local_rank, uint32_t local_size, in
     query.local_rank = local_rank;
     query.local_size = local_size;
     query.bind = bind;
-    NCCLX_CHECK(ncclx_placement_run(&query, 1, "config.cuda_device", &p));
+    memset(undo, 0, sizeof(*undo));
+    NCCLX_CHECK(ncclx_placement_run(&query, undo, "config.cuda_device", &p));
     *placement = p;
     return ncclxSuccess;
 }

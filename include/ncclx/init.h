@@ -79,8 +79,9 @@ typedef struct {
 
 /**
  * Bootstraps from PMIx and allocates the plan.  config may be NULL (defaults).  On success
- * *context is set; on failure it is left untouched and everything done so far is undone (the
- * communicator is aborted).
+ * *context is set; on failure it is left untouched and everything done so far is undone: the
+ * communicator is aborted, and the calling thread's CPU and memory binding, NCCL_IB_HCA and
+ * the current CUDA device are put back as they were.
  *
  * Every rank fails together.  Init runs in steps (arguments and plan; placement; the
  * communicator; private memory; symmetric memory; device setup) and the ranks vote through

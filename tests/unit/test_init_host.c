@@ -5,11 +5,18 @@
  * NCCL calls that init would make are replaced at link time (-Wl,--wrap) where a test needs
  * init to get further than a machine without a GPU allows:
  *  - the PMIx key instance is drawn by ncclxInit only, never by ncclxInitWithComm;
- *  - a loopback team whose ranks hold different plans fails, naming the field, before the GPU.
+ *  - a loopback team whose ranks hold different plans fails, naming the field, before the GPU;
+ *  - an ncclxInit that fails after placing the process (a fake GPU of a recorded topology,
+ *    hwloc told it is this system) puts back the CPU binding, NCCL_IB_HCA and the current
+ *    device.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "ncclx_test.h"
@@ -44,6 +51,89 @@ ncclResult_t __wrap_ncclCommCuDevice(ncclComm_t comm, int *device)
         return ncclInvalidUsage;
     }
     return __real_ncclCommCuDevice(comm, device);
+}
+
+/* A fake machine for ncclxInit: two GPUs, the second being the H100 of topo-interleaved.xml
+ * (on the socket of the odd CPUs, next to mlx5_4), and a communicator that cannot be made (the
+ * failure after placement).  Off: the real calls. */
+static struct {
+    int on;
+    int current; /* the current device */
+    int set_calls;
+} fake_gpu;
+
+static const char *const fake_busids[2] = {"0000:00:00.0", "0000:81:00.0"};
+
+cudaError_t __real_cudaGetDeviceCount(int *count);
+cudaError_t __wrap_cudaGetDeviceCount(int *count);
+cudaError_t __wrap_cudaGetDeviceCount(int *count)
+{
+    if (!fake_gpu.on) {
+        return __real_cudaGetDeviceCount(count);
+    }
+    *count = 2;
+    return cudaSuccess;
+}
+
+cudaError_t __real_cudaDeviceGetPCIBusId(char *busid, int len, int device);
+cudaError_t __wrap_cudaDeviceGetPCIBusId(char *busid, int len, int device);
+cudaError_t __wrap_cudaDeviceGetPCIBusId(char *busid, int len, int device)
+{
+    if (!fake_gpu.on) {
+        return __real_cudaDeviceGetPCIBusId(busid, len, device);
+    }
+    if (device < 0 || device > 1) {
+        return cudaErrorInvalidDevice;
+    }
+    snprintf(busid, (size_t)len, "%s", fake_busids[device]);
+    return cudaSuccess;
+}
+
+cudaError_t __real_cudaSetDevice(int device);
+cudaError_t __wrap_cudaSetDevice(int device);
+cudaError_t __wrap_cudaSetDevice(int device)
+{
+    if (!fake_gpu.on) {
+        return __real_cudaSetDevice(device);
+    }
+    fake_gpu.current = device;
+    fake_gpu.set_calls++;
+    return cudaSuccess;
+}
+
+cudaError_t __real_cudaGetDevice(int *device);
+cudaError_t __wrap_cudaGetDevice(int *device);
+cudaError_t __wrap_cudaGetDevice(int *device)
+{
+    if (!fake_gpu.on) {
+        return __real_cudaGetDevice(device);
+    }
+    *device = fake_gpu.current;
+    return cudaSuccess;
+}
+
+ncclResult_t __real_ncclGetUniqueId(ncclUniqueId *id);
+ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id);
+ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id)
+{
+    if (!fake_gpu.on) {
+        return __real_ncclGetUniqueId(id);
+    }
+    memset(id, 0x42, sizeof(*id));
+    return ncclSuccess;
+}
+
+ncclResult_t __real_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config);
+ncclResult_t __wrap_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config);
+ncclResult_t __wrap_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config)
+{
+    if (!fake_gpu.on) {
+        return __real_ncclCommInitRankConfig(comm, nranks, id, rank, config);
+    }
+    return ncclSystemError;
 }
 
 /* ---- helpers ---- */
@@ -200,11 +290,93 @@ static void test_loopback_plans_differ(void **state)
     }
 }
 
+/* The memory policy mode of the calling thread (MPOL_*), or -1. */
+static int mempolicy_mode(void)
+{
+    int mode = -1;
+    unsigned long mask[16];
+    if (syscall(SYS_get_mempolicy, &mode, mask, sizeof(mask) * 8, NULL, 0) != 0) {
+        return -1;
+    }
+    return mode;
+}
+
+static int captured_line(const char *needle)
+{
+    for (int i = 0; i < captured.count; i++) {
+        if (strstr(captured.lines[i], needle) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ncclxInit on fake GPU 1 with the recorded topology, failing when it makes the communicator. */
+static void init_fails_after_placement(void)
+{
+    ncclxPlan_t plan = small_plan();
+    ncclxInitConfig_t config = NCCLX_INIT_CONFIG_INIT;
+    ncclxContext_t ctx = (ncclxContext_t)0x1;
+    config.cuda_device = 1;
+    fake_gpu.on = 1;
+    assert_ncclx_error(ncclxInit(&plan, &config, &ctx), ncclxNcclError, "ncclCommInitRankConfig");
+    fake_gpu.on = 0;
+    assert_ptr_equal(ctx, (ncclxContext_t)0x1);
+}
+
+static void test_failed_init_restores_placement(void **state)
+{
+    cpu_set_t before, after;
+    int have_two_cpus = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
+    int mode_before;
+    (void)state;
+    /* The recorded machine, taken for this one (binding applies), restricted to the CPUs this
+     * process may use: the GPU's socket holds the odd ones. */
+    setenv("HWLOC_XMLFILE", NCCLX_TEST_TOPOLOGY_DIR "/topo-interleaved.xml", 1);
+    setenv("HWLOC_THISSYSTEM", "1", 1);
+    setenv("HWLOC_THISSYSTEM_ALLOWED_RESOURCES", "1", 1);
+    unsetenv("NCCL_IB_HCA");
+    assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
+    mode_before = mempolicy_mode();
+    memset(&fake_gpu, 0, sizeof(fake_gpu));
+
+    init_fails_after_placement();
+    /* Placement did run: device 1 made current, the process bound near it, its NIC exported. */
+    assert_true(fake_gpu.set_calls >= 2);
+    assert_true(captured_line("NCCL_IB_HCA==mlx5_4"));
+    if (have_two_cpus) {
+        assert_true(captured_line("bound to CPUs"));
+    }
+    /* And was undone. */
+    assert_null(getenv("NCCL_IB_HCA"));
+    assert_int_equal(fake_gpu.current, 0);
+    assert_int_equal(sched_getaffinity(0, sizeof(after), &after), 0);
+    assert_true(CPU_EQUAL(&after, &before));
+    assert_int_equal(mempolicy_mode(), mode_before);
+
+    /* A user's NCCL_IB_HCA is left alone; an empty one is set back to empty. */
+    setenv("NCCL_IB_HCA", "mlx5_7", 1);
+    init_fails_after_placement();
+    assert_string_equal(getenv("NCCL_IB_HCA"), "mlx5_7");
+    setenv("NCCL_IB_HCA", "", 1);
+    captured.count = 0;
+    init_fails_after_placement();
+    assert_true(captured_line("NCCL_IB_HCA==mlx5_4"));
+    assert_non_null(getenv("NCCL_IB_HCA"));
+    assert_string_equal(getenv("NCCL_IB_HCA"), "");
+
+    unsetenv("NCCL_IB_HCA");
+    unsetenv("HWLOC_XMLFILE");
+    unsetenv("HWLOC_THISSYSTEM");
+    unsetenv("HWLOC_THISSYSTEM_ALLOWED_RESOURCES");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_instance_not_drawn_by_init_with_comm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loopback_plans_differ, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_init_restores_placement, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
