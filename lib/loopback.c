@@ -90,10 +90,13 @@ static ncclxResult_t ncclx_loopback_resolve_peers(struct ncclxContext *ctx)
     for (uint32_t p = 0; p < team->ranks; p++) {
         peers[p] = ncclx_loopback_slice(team, p);
     }
-    /* Synchronous: peers is freed right after. */
-    NCCLX_CUDA_CHECK_GOTO(
-        cudaMemcpy(ctx->peer_table, peers, team->ranks * sizeof(void *), cudaMemcpyHostToDevice),
-        res, out);
+    /* On the context's stream, after the zeroing of the arenas that it queued (a plain
+     * cudaMemcpy is not ordered with that non-blocking stream: the zeroing could land after the
+     * table); waited for, since peers is freed right after. */
+    NCCLX_CUDA_CHECK_GOTO(cudaMemcpyAsync(ctx->peer_table, peers, team->ranks * sizeof(void *),
+                                          cudaMemcpyHostToDevice, ctx->stream),
+                          res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
 out:
     free(peers);
     return res;
