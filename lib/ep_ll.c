@@ -68,6 +68,9 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     g->masked_by_update = r->host_masked != NCCLX_NO_REGION
                               ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_masked)
                               : NULL;
+    if (g->masked_by_update != NULL) {
+        memset(g->masked_by_update, 0, g->dims.ranks); /* the host arena is not zeroed */
+    }
     if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
         uint64_t ms = 0;
         /* Validated by ncclxEnvValidate at init: garbage never gets here. */
@@ -113,7 +116,13 @@ void ncclx_ep_clear_stale_cuda_error(const char *call)
  */
 ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *g, ncclxStream_t stream, const char *call)
 {
-    if (g->op_done == NULL || stream == g->last_stream) {
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (g->op_done == NULL || stream == g->last_stream || g->last_stream == NULL) {
+        return ncclxSuccess;
+    }
+    /* An event cannot be queried while a capture is under way: capture is not checked. */
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone) {
         return ncclxSuccess;
     }
     cudaError_t err = cudaEventQuery(g->op_done);

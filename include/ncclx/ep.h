@@ -37,10 +37,11 @@
  * Streams and threads: a group runs on one stream.  Handle create/update, dispatch, combine,
  * complete and the mask calls of one group are refused (ncclxInvalidUsage) on a stream other
  * than the one of the group's previous operation until that operation is known complete
- * (synchronize the old stream before switching).  Graph replays are not seen by the library:
- * replay a group's graph on one stream at a time, and not while eager work of the group is in
- * flight on another.  Calls on one group (and its handles) need external synchronization
- * between threads; different groups and contexts may be driven from different threads.
+ * (synchronize the old stream before switching); calls made while a stream capture is under
+ * way are not checked (an event cannot be queried then).  Graph replays are not seen by the
+ * library: replay a group's graph on one stream at a time, and not while eager work of the group is
+ * in flight on another.  Calls on one group (and its handles) need external synchronization between
+ * threads; different groups and contexts may be driven from different threads.
  *
  * Failed launches: if the receive half of a dispatch or combine fails to launch after its send
  * ran, the operation stays in flight and ncclxEpComplete retries it (it is never sent twice);

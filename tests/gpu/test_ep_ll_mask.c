@@ -184,7 +184,8 @@ static void test_update_by_hand(void **state)
     ep_team_close(&t);
 }
 
-/* Rank 0's mask query in a CUDA graph: each replay writes the mask of that moment. */
+/* Rank 0's mask query in a CUDA graph: each replay writes the mask of that moment.  Every
+ * round starts from a clean by all ranks (only a clean re-admits), then rank 0 masks by hand. */
 static void test_graph_query(void **state)
 {
     ep_team_t t;
@@ -207,6 +208,7 @@ static void test_graph_query(void **state)
         for (uint32_t r = 0; r < 4; r++) {
             host_mask[r] = (masked >> r) & 1u ? 0 : 1;
         }
+        mask_clean_all(&t);
         assert_ncclx_ok(ncclxEpMaskUpdate(t.group[0], host_mask, 4, t.stream[0]));
         assert_cuda_ok(cudaMemsetAsync(d_mask[0], 0x7f, sizeof(got), t.stream[0]));
         assert_cuda_ok(cudaGraphLaunch(exec, t.stream[0]));

@@ -77,7 +77,7 @@ cudaError_t __wrap_ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
 static void open_team(ep_team_t *t, uint32_t ranks, uint32_t hidden, uint32_t tokens,
                       uint32_t sm_budget)
 {
-    ep_team_plan(t, 4 * ranks, 6, hidden, tokens);
+    ep_team_plan(t, ranks < 2 ? 8 : 4 * ranks, 6, hidden, tokens);
     t->group_plan.sm_budget = sm_budget;
     t->group_plan.enable_mask = 1;
     ep_team_open(t, ranks);
@@ -352,6 +352,7 @@ static void test_failed_launches(void **state)
     ep_run_combine_and_check(&run, 0);
     /* A routing launch that fails: the handle has no routing until an update succeeds. */
     ep_run_fill(&run, &rt);
+    a0 = ep_dispatch_args(&run, 0, 0);
     fail_next_route = 1;
     ncclxTensor_t idx = ep_idx_tensor(&run, 0);
     assert_ncclx_error(ncclxEpHandleUpdate(run.handle[0], &idx, t.stream[0]), ncclxCudaError,

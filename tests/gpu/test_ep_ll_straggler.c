@@ -72,8 +72,9 @@ static void survivors_iterate(ep_run_t *run)
     ep_run_check_combine(run);
 }
 
-/* Rank r of run exchanged nothing: every count 0 and a zero combine output. */
-static void expect_empty_outputs(const ep_run_t *run, uint32_t r)
+/* Rank r of run exchanged nothing: every count 0 and a zero combine output for its `tokens`
+ * tokens (the token count of the operation it ran). */
+static void expect_empty_outputs(const ep_run_t *run, uint32_t r, uint32_t tokens)
 {
     const ep_rank_t *b = &run->r[r];
     int32_t counts[EP_MAX_RANKS * 64];
@@ -85,7 +86,7 @@ static void expect_empty_outputs(const ep_run_t *run, uint32_t r)
             fail_msg("rank %u is out of the group but out_counts[%zu] = %d", r, i, counts[i]);
         }
     }
-    const size_t bytes = (size_t)b->num_tokens * run->combine_row;
+    const size_t bytes = (size_t)tokens * run->combine_row;
     assert_cuda_ok(cudaMemcpy(b->got_out, b->d_out, bytes, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < bytes; i++) {
         if (b->got_out[i] != 0) {
@@ -111,6 +112,7 @@ static void straggle_once(ep_run_t *a, ep_run_t *b, int32_t *const d_mask[], uin
     poison_all(a);
     /* The straggler's operation waits behind the hold; the survivors' does not. */
     assert_cuda_ok(cudaLaunchHostFunc(t->stream[slow], hold_stream, &hold_us));
+    const uint32_t slow_tokens = a->r[slow].num_tokens;
     ncclxEpDispatchArgs_t da = ep_dispatch_args(a, slow, 0);
     ncclxEpCombineArgs_t ca = ep_combine_args(a, slow, 0);
     assert_ncclx_ok(ncclxEpDispatch(a->handle[slow], &da, t->stream[slow]));
@@ -120,6 +122,7 @@ static void straggle_once(ep_run_t *a, ep_run_t *b, int32_t *const d_mask[], uin
     ep_run_enqueue_combine(a, 0);
     sync_ranks(t, live);
     const double ms = mask_now_ms() - start;
+    printf("# %u ranks: rank %u held, the survivors returned after %.1f ms\n", t->ranks, slow, ms);
     if (ms < 0.9 * (double)timeout_ms) {
         fail_msg("survivors returned after %.1f ms, before the %llu ms timeout", ms,
                  (unsigned long long)timeout_ms);
@@ -134,13 +137,14 @@ static void straggle_once(ep_run_t *a, ep_run_t *b, int32_t *const d_mask[], uin
         if (i >= 16) {
             mask_refill(run, bit, bit);
         }
+        printf("# survivors' operation %d\n", i);
         survivors_iterate(run);
     }
     ep_team_sync_only(t);
     /* The straggler learnt that it is out and exchanged nothing. */
     mask_expect_async(t, bit, NCCLX_EP_ERROR_EVICTED);
     mask_expect_mask(t, d_mask, all_ranks(t), bit);
-    expect_empty_outputs(a, slow);
+    expect_empty_outputs(a, slow, slow_tokens);
     /* Everyone cleans; exact again, on every rank. */
     mask_clean_all(t);
     mask_expect_mask(t, d_mask, all_ranks(t), 0);
@@ -169,6 +173,7 @@ static void straggler(uint32_t ranks, uint64_t timeout_ms, int cycles, int ops, 
     ep_run_create(&b);
     ep_team_sync(&t);
     mask_iterate(&a);
+    printf("# %u ranks: first operation exact\n", ranks);
     for (int c = 0; c < cycles; c++) {
         straggle_once(&a, &b, d_mask, ep_rand_below(ranks), timeout_ms, ops);
     }
@@ -367,7 +372,7 @@ static void graph_timeout(uint32_t enable_mask)
             /* A group without a mask exchanges nothing once it timed out: no stale rows. */
             for (uint32_t r = 0; r < t.ranks; r++) {
                 if ((live >> r) & 1u) {
-                    expect_empty_outputs(&run, r);
+                    expect_empty_outputs(&run, r, run.r[r].num_tokens);
                 }
             }
         }
