@@ -17,14 +17,6 @@ extern "C" {
 #endif
 
 /**
- * Fills bytes of device memory at dst with the 32-bit pattern: the byte at address a gets
- * byte (a % 4) of pattern (little endian), so every aligned 32-bit word reads back as pattern
- * whatever the alignment of dst.  Used to poison receive areas and to reset counters;
- * capturable in a CUDA graph.
- */
-cudaError_t ncclx_launch_fill(void *dst, size_t bytes, uint32_t pattern, cudaStream_t stream);
-
-/**
  * Loads every libncclx kernel module now, so that no launch after init triggers lazy module
  * loading (which allocates device memory).
  */

@@ -10,7 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels.h"
+#include "gpu/fill_kernel.h"
 #include "ncclx_test.h"
 
 #define BUF_BYTES (1u << 20)

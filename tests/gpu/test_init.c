@@ -16,6 +16,7 @@
 
 #include "alloc_counter.h"
 #include "context.h"
+#include "gpu/fill_kernel.h"
 #include "kernels.h"
 #include "ncclx_test.h"
 

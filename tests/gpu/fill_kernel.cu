@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Pattern fill: poisons buffers in tests and resets counters/signals in stream order.
+ * Pattern fill for the GPU tests (not part of libncclx.a): poisons buffers in stream order,
+ * capturable in a CUDA graph.
  */
-#include "ep_ll.h"
-#include "kernels.h"
+#include "fill_kernel.h"
 
 namespace
 {
@@ -50,18 +50,4 @@ extern "C" cudaError_t ncclx_launch_fill(void *dst, size_t bytes, uint32_t patte
     ncclxFillKernel<<<(unsigned)blocks, kFillThreads, 0, stream>>>(
         static_cast<unsigned char *>(dst), bytes, pattern);
     return cudaGetLastError();
-}
-
-extern "C" cudaError_t ncclx_kernels_load(void)
-{
-    cudaFuncAttributes attributes;
-    // cudaFuncGetAttributes forces the module that holds the kernel to load.
-    cudaError_t (*const loaders[])(void) = {ncclx_nccl_kernels_load, ncclx_ep_ll_route_load,
-                                            ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load,
-                                            ncclx_ep_ll_mask_load};
-    cudaError_t err = cudaFuncGetAttributes(&attributes, ncclxFillKernel);
-    for (auto load : loaders) {
-        err = err != cudaSuccess ? err : load();
-    }
-    return err;
 }
