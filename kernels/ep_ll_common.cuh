@@ -162,8 +162,7 @@ __device__ __forceinline__ bool rank_live_now(const ncclx_ep_ll_group_desc_t &g,
     if (self_out(g)) {
         return false;
     }
-    return g.inactive == nullptr ||
-           (load_volatile(&g.inactive[r]) == 0 && load_volatile(&g.evicted[r]) == 0);
+    return g.inactive == nullptr || load_volatile(&g.inactive[r]) == 0;
 }
 
 // A block's view of the live ranks, taken once at kernel start so that every decision of the
@@ -176,18 +175,8 @@ struct LiveView {
     }
 };
 
-// A rank that another rank evicted is masked here too; the first to see it reports the lost
-// rank as a timeout (one of the group's waits for it ran out), so every survivor learns it.
-__device__ __forceinline__ void adopt_eviction(const ncclx_ep_ll_group_desc_t &g, int r)
-{
-    if (r != g.rank && atomicExch(&g.inactive[r], 1) == 0) {
-        report_error(g, kErrorTimeout);
-    }
-}
-
-// One thread per rank, a warp per 32 ranks: every load of the view is issued at once.
-// Evictions seen here are adopted (masked here too, reported once), and a rank that finds
-// itself evicted reports it.
+// One thread per rank, a warp per 32 ranks: every load of the view is issued at once.  A
+// rank that finds itself evicted (a peer timed out on it) reports it and exchanges nothing.
 __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
 {
     const bool out = self_out(g);
@@ -197,14 +186,10 @@ __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g
         const int r = r0 + lane;
         bool live = !out && r < g.ranks;
         if (g.inactive != nullptr && r < g.ranks) {
-            const bool evicted = load_volatile(&g.evicted[r]) != 0;
-            const bool masked = load_volatile(&g.inactive[r]) != 0;
-            if (evicted && r == g.rank && blockIdx.x == 0) {
+            live = live && load_volatile(&g.inactive[r]) == 0;
+            if (r == g.rank && blockIdx.x == 0 && load_volatile(&g.evicted[r]) != 0) {
                 report_error(g, kErrorEvicted);
-            } else if (evicted && !masked && !out) {
-                adopt_eviction(g, r);
             }
-            live = live && !evicted && !masked;
         }
         const unsigned bits = __ballot_sync(0xffffffffu, live);
         if (lane == 0) {
@@ -241,15 +226,13 @@ __device__ __forceinline__ int settle(unsigned long long *word, unsigned long lo
     }
 }
 
-// Masks rank s everywhere after a timeout: in this rank's mask, and, through every rank's
-// evicted words, for the others (their waits for s stop) and for s itself (it learns that it
-// is out and sends nothing more until a clean).
+// Masks rank s after a timeout: in this rank's mask, and in s's own evicted word, so that s,
+// if it was only late, learns that it is out and sends nothing more until a clean.  The other
+// ranks are not told: each masks s through its own wait, so no rank can mask a third one.
 __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
 {
     atomicExch(&g.inactive[s], 1);
-    for (int p = 0; p < g.ranks; p++) {
-        *reinterpret_cast<volatile unsigned *>(&evicted_words(peer_base(g, p), g)[s]) = 1u;
-    }
+    *reinterpret_cast<volatile unsigned *>(&evicted_words(peer_base(g, s), g)[s]) = 1u;
     __threadfence_system();
 }
 
@@ -257,7 +240,7 @@ __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
 // when s does not count in this operation: not live, masked meanwhile, timed out, or its
 // operation word differs from want_op.  Every thread of the rank gets the same answer (the
 // first to know records it in the group's decision words), so all blocks of a kernel agree
-// on who arrived.  A timeout masks s (groups with a mask: everywhere, see evict) or halts
+// on who arrived.  A timeout masks s (groups with a mask, and s is told: see evict) or halts
 // the group (without one), and is reported.
 __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, int dir, int s,
                                            const Op &op, unsigned want_op, bool live)
@@ -294,9 +277,6 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
                 return (int)(unsigned)decided - 1;
             }
             if (!rank_live_now(g, s)) {
-                if (g.inactive != nullptr && !self_out(g)) {
-                    adopt_eviction(g, s);
-                }
                 return settle(word, seen, op.tag, -1, mine);
             }
             if (start == 0) {

@@ -3,8 +3,9 @@
  *
  * LL active mask: query, update, clean, and the clear of the asynchronous error word.  The
  * mask lives in the group's private device memory as inactive[r] (0 = active, so zeroed
- * arenas start with every rank active); the symmetric evicted words tell every rank (the late
- * one too) which ranks some rank masked after a timeout.  LL kernels skip both.
+ * arenas start with every rank active); a rank's own symmetric evicted word tells it that a
+ * peer masked it after a timeout.  LL kernels skip masked ranks, and an evicted rank
+ * exchanges nothing.
  *
  * Clean is collective over the ranks that call it.  Round one: each rank writes a proposed
  * generation (its highest so far + 1) into every rank's round-one slot and waits for every
@@ -36,7 +37,8 @@ struct MaskBits {
 __global__ void mask_query_kernel(ncclx_ep_ll_group_desc_t g, int32_t *out)
 {
     for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < g.ranks; r += gridDim.x * blockDim.x) {
-        const bool evicted = load_volatile(&g.evicted[r]) != 0;
+        /* This rank's own entry also reads 0 once a peer has evicted it. */
+        const bool evicted = r == g.rank && load_volatile(&g.evicted[r]) != 0;
         out[r] = g.inactive[r] == 0 && !evicted ? 1 : 0;
     }
 }

@@ -217,10 +217,10 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group, ncclxStream_t stream)
  * NCCLX_TIMEOUT_MS), the kernel masks k, sets NCCLX_EP_ERROR_TIMEOUT and finishes without k:
  * k's tokens are not received (its counts are 0), tokens routed to k's experts contribute
  * nothing to combine, nothing is read from k's slots, and later operations neither send to
- * nor wait for k.  The timeout also marks k evicted on every rank (through symmetric memory):
- * the others stop waiting for k at once, and k itself, if it was only late, learns that it is
- * out (NCCLX_EP_ERROR_EVICTED, its own mask entry reads 0) and sends nothing more, so its late
- * rows never land in a survivor's later operation.  A rank whose own entry is 0 is out of the
+ * nor wait for k.  The timeout also marks k evicted in k's own symmetric memory: k, if it was
+ * only late, learns that it is out (NCCLX_EP_ERROR_EVICTED, its own mask entry reads 0) and
+ * sends nothing more, so its late rows never land in a survivor's later operation.  (Each
+ * other rank masks k through its own wait; no rank masks a third one.)  A rank whose own entry is 0 is out of the
  * group: its operations exchange nothing (dispatch counts 0, combine output 0).  Every block
  * of an operation uses the same answer for whether a rank arrived.  Groups without masking
  * also time out instead of hanging: the error bit is set, from then on their kernels exchange

@@ -52,7 +52,25 @@ static void dead_rank_cycles(uint32_t ranks, uint64_t timeout_ms, const ep_case_
         seen |= bit;
         /* Rank `dead` stops before its dispatch. */
         mask_refill(&run, bit, bit);
-        double ms = mask_iterate(&run);
+        double ms = 0.0;
+        {
+            /* The survivors' view after the timeout, printed before the checks. */
+            ep_run_poison_dispatch(&run);
+            ep_run_poison_combine(&run);
+            ep_team_sync_only(&t);
+            const double start = mask_now_ms();
+            ep_run_enqueue_dispatch(&run, 0);
+            ep_run_enqueue_combine(&run, 0);
+            ep_team_sync_only(&t);
+            ms = mask_now_ms() - start;
+            for (uint32_t r = 0; r < ranks; r++) {
+                uint32_t error = 0;
+                assert_ncclx_ok(ncclxEpGetAsyncError(t.group[r], &error));
+                printf("#   rank %u: asynchronous error 0x%x\n", r, error);
+            }
+            ep_run_check_dispatch(&run);
+            ep_run_check_combine(&run);
+        }
         printf("# %u ranks, timeout %llu ms: rank %u stopped, survivors returned after %.1f ms\n",
                ranks, (unsigned long long)timeout_ms, dead, ms);
         /* Tight: the timeout, plus the rest of the operation and the host's wake-up. */
@@ -261,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_update_by_hand), cmocka_unit_test(test_slow_rank),
         cmocka_unit_test(test_dead_rank_4),    cmocka_unit_test(test_dead_rank_8),
     };
+    setvbuf(stdout, NULL, _IONBF, 0);
     ep_seed_init("test_ep_ll_mask");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

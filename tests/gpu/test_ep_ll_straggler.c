@@ -123,6 +123,11 @@ static void straggle_once(ep_run_t *a, ep_run_t *b, int32_t *const d_mask[], uin
     sync_ranks(t, live);
     const double ms = mask_now_ms() - start;
     printf("# %u ranks: rank %u held, the survivors returned after %.1f ms\n", t->ranks, slow, ms);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        uint32_t error = 0;
+        assert_ncclx_ok(ncclxEpGetAsyncError(t->group[r], &error));
+        printf("#   rank %u: asynchronous error 0x%x\n", r, error);
+    }
     if (ms < 0.9 * (double)timeout_ms) {
         fail_msg("survivors returned after %.1f ms, before the %llu ms timeout", ms,
                  (unsigned long long)timeout_ms);
@@ -410,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_graph_timeout_with_mask),
         cmocka_unit_test(test_graph_timeout_without_mask),
     };
+    setvbuf(stdout, NULL, _IONBF, 0);
     ep_seed_init("test_ep_ll_straggler");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
