@@ -476,6 +476,27 @@ void ep_run_enqueue_complete(ep_run_t *run)
     }
 }
 
+void ep_run_case(ep_team_t *t, const ep_case_t *k, const ep_routing_t *rt, const char *where)
+{
+    ep_run_t run;
+    ep_run_alloc(&run, t, k);
+    ep_alloc_arm();
+    ep_run_fill(&run, rt);
+    ep_run_create(&run);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            ep_run_fill(&run, rt);
+            ep_run_update(&run);
+        }
+        ep_run_dispatch_and_check(&run, 0);
+        ep_run_combine_and_check(&run, 0);
+        ep_run_combine_and_check(&run, 0);
+    }
+    ep_run_destroy(&run);
+    ep_alloc_assert_none(where);
+    ep_run_free(&run);
+}
+
 void ep_run_dispatch_and_check(ep_run_t *run, uint32_t send_only)
 {
     ep_run_poison_dispatch(run);

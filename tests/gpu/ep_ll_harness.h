@@ -177,6 +177,11 @@ void ep_run_enqueue_dispatch(ep_run_t *run, uint32_t send_only);
 void ep_run_enqueue_combine(ep_run_t *run, uint32_t send_only);
 void ep_run_enqueue_complete(ep_run_t *run);
 
+/** One whole case on team t: allocate, create, dispatch and combine twice (checked), then new
+ *  data rerouted through ncclxEpHandleUpdate and the same again; nothing may allocate after
+ *  the buffers (where names the case in the failure); frees everything. */
+void ep_run_case(ep_team_t *t, const ep_case_t *k, const ep_routing_t *rt, const char *where);
+
 /** Poison, dispatch (+ complete when send_only) on every rank, wait, check. */
 void ep_run_dispatch_and_check(ep_run_t *run, uint32_t send_only);
 /** Poison, combine (+ complete) on every rank, wait, check. */

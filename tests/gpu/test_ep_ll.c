@@ -38,28 +38,6 @@ static const ep_case_t matrix[] = {
 };
 #define MATRIX_CASES (sizeof(matrix) / sizeof(matrix[0]))
 
-/* Create, dispatch, combine twice; then new data rerouted through ncclxEpHandleUpdate. */
-static void run_case(ep_team_t *t, const ep_case_t *k, const ep_routing_t *rt)
-{
-    ep_run_t run;
-    ep_run_alloc(&run, t, k);
-    ep_alloc_arm();
-    ep_run_fill(&run, rt);
-    ep_run_create(&run);
-    for (int round = 0; round < 2; round++) {
-        if (round == 1) {
-            ep_run_fill(&run, rt);
-            ep_run_update(&run);
-        }
-        ep_run_dispatch_and_check(&run, 0);
-        ep_run_combine_and_check(&run, 0);
-        ep_run_combine_and_check(&run, 0);
-    }
-    ep_run_destroy(&run);
-    ep_alloc_assert_none("dispatch/combine case");
-    ep_run_free(&run);
-}
-
 /* Every matrix case, with some ranks empty or full in turn. */
 static void run_matrix(uint32_t ranks, uint32_t experts, uint32_t max_topk, uint32_t hidden,
                        uint32_t max_tokens)
@@ -74,7 +52,7 @@ static void run_matrix(uint32_t ranks, uint32_t experts, uint32_t max_topk, uint
         } else if (i % 3 == 2) {
             rt.full = 1;
         }
-        run_case(&t, &matrix[i], &rt);
+        ep_run_case(&t, &matrix[i], &rt, "dispatch/combine case");
     }
     ep_team_close(&t);
 }
@@ -124,8 +102,8 @@ static void run_both_layouts(ep_team_t *t, uint32_t topk, const ep_routing_t *rt
 {
     ep_case_t em = edge_em, rm = edge_rm;
     em.topk = rm.topk = topk;
-    run_case(t, &em, rt);
-    run_case(t, &rm, rt);
+    ep_run_case(t, &em, rt, "dispatch/combine case");
+    ep_run_case(t, &rm, rt, "dispatch/combine case");
 }
 
 static void test_all_tokens_to_one_expert(void **state)
@@ -163,11 +141,11 @@ static void test_ranks_without_tokens(void **state)
         ep_routing_t rt = ep_routing_default();
         ep_case_t em = edge_em, rm = edge_rm;
         rt.empty_ranks = masks[i]; /* 0xf: nobody sends anything */
-        run_case(&t, &edge_qfwd, &rt);
+        ep_run_case(&t, &edge_qfwd, &rt, "dispatch/combine case");
         for (uint32_t null_data = 0; null_data < 2; null_data++) {
             em.null_when_empty = rm.null_when_empty = null_data;
-            run_case(&t, &em, &rt);
-            run_case(&t, &rm, &rt);
+            ep_run_case(&t, &em, &rt, "dispatch/combine case");
+            ep_run_case(&t, &rm, &rt, "dispatch/combine case");
         }
     }
     ep_team_close(&t);
@@ -187,7 +165,7 @@ static void test_empty_rank_null_scales(void **state)
     for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
         ep_routing_t rt = ep_routing_default();
         rt.empty_ranks = masks[i];
-        run_case(&t, &q, &rt);
+        ep_run_case(&t, &q, &rt, "dispatch/combine case");
     }
     ep_team_close(&t);
 }
@@ -252,8 +230,8 @@ static void test_largest_topk(void **state)
     ep_rng_reset("max_topk");
     ep_team_plan(&t, 32, NCCLX_EP_MAX_TOPK, 256, 16);
     ep_team_open(&t, 2);
-    run_case(&t, &em, &rt);
-    run_case(&t, &rm, &rt);
+    ep_run_case(&t, &em, &rt, "dispatch/combine case");
+    ep_run_case(&t, &rm, &rt, "dispatch/combine case");
     ep_team_close(&t);
 }
 

@@ -60,28 +60,6 @@ static void open_shape(ep_team_t *t, const shape_t *s)
     ep_team_open(t, s->ranks);
 }
 
-/* Create, dispatch, combine twice; then new data rerouted through ncclxEpHandleUpdate. */
-static void run_case(ep_team_t *t, const ep_case_t *k, const ep_routing_t *rt)
-{
-    ep_run_t run;
-    ep_run_alloc(&run, t, k);
-    ep_alloc_arm();
-    ep_run_fill(&run, rt);
-    ep_run_create(&run);
-    for (int round = 0; round < 2; round++) {
-        if (round == 1) {
-            ep_run_fill(&run, rt);
-            ep_run_update(&run);
-        }
-        ep_run_dispatch_and_check(&run, 0);
-        ep_run_combine_and_check(&run, 0);
-        ep_run_combine_and_check(&run, 0);
-    }
-    ep_run_destroy(&run);
-    ep_alloc_assert_none("shape case");
-    ep_run_free(&run);
-}
-
 /* Every case on the shape; unless the shape is full, the last rank is empty in every third
  * case and every rank full in the next one. */
 static void run_shape(const shape_t *s, const ep_case_t *cases, size_t n)
@@ -95,7 +73,7 @@ static void run_shape(const shape_t *s, const ep_case_t *cases, size_t n)
         } else if (i % 3 == 1 && s->ranks > 1) {
             rt.empty_ranks = 1u << (s->ranks - 1);
         }
-        run_case(&t, &cases[i], &rt);
+        ep_run_case(&t, &cases[i], &rt, "shape case");
     }
     ep_team_close(&t);
 }
