@@ -220,9 +220,9 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group, ncclxStream_t stream)
  * nor wait for k.  The timeout also marks k evicted in k's own symmetric memory: k, if it was
  * only late, learns that it is out (NCCLX_EP_ERROR_EVICTED, its own mask entry reads 0) and
  * sends nothing more, so its late rows never land in a survivor's later operation.  (Each
- * other rank masks k through its own wait; no rank masks a third one.)  A rank whose own entry is 0 is out of the
- * group: its operations exchange nothing (dispatch counts 0, combine output 0).  Every block
- * of an operation uses the same answer for whether a rank arrived.  Groups without masking
+ * other rank masks k through its own wait; no rank masks a third one.)  A rank whose own entry is 0
+ * is out of the group: its operations exchange nothing (dispatch counts 0, combine output 0). Every
+ * block of an operation uses the same answer for whether a rank arrived.  Groups without masking
  * also time out instead of hanging: the error bit is set, from then on their kernels exchange
  * nothing (no waits, counts 0, combine output 0; graph replays included), and the next call on
  * the group fails with ncclxTimeout (finalize the context).
