@@ -16,10 +16,6 @@
 
 #include <ncclx/placement.h>
 
-/* Sizes of the layouts released in 0.1: a caller's struct may never be smaller. */
-#define NCCLX_PLACEMENT_QUERY_SIZE_V1 56u
-#define NCCLX_PLACEMENT_SIZE_V1       2728u
-
 /* ---- PCI bus ids and topologies (placement_topo.c) ---- */
 
 typedef struct {
