@@ -20,8 +20,8 @@
  * independent formulation (the FPU's own rounding, in double): on every code boundary and a
  * stride through all floats in make check, and on every one of the 2^32 floats when run as
  * `test_ep_ref_convert --all-floats` (minutes; its threads use every CPU).  The GPU tests
- * compare the kernels' FP8 codes with the reference's byte for byte (ncclx_ref_dispatch_diff:
- * the two NaN codes aside).
+ * compare the kernels' FP8 codes with the reference's byte for byte, NaN codes included
+ * (ncclx_ref_dispatch_diff_exact).
  */
 #ifndef NCCLX_TEST_EP_REF_H_
 #define NCCLX_TEST_EP_REF_H_
