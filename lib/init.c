@@ -370,7 +370,10 @@ ncclxResult_t ncclxInit(const ncclxPlan_t *plan, const ncclxInitConfig_t *config
     ncclx_log_set_rank((int)bs->rank);
     /* Each step ends with a vote (PMIx), so that a rank that failed alone fails every rank
      * instead of leaving them in the next collective.  The first vote also compares the plans
-     * and uses instance 0 (no context's): the context's own instance is not agreed yet. */
+     * and uses instance 0 (no context's): the context's own instance is not agreed yet.  Being
+     * a fence right after PMIx_Init, it also keeps every rank from returning (and exiting, which
+     * finalizes PMIx) while a peer is still inside PMIx_Init: with PMIx 4.2.2 that peer's
+     * PMIx_Init could then wait forever (docs/init.md). */
     ncclx_pmix_coll_init(&pmix, bs);
     res = ncclx_init_local(plan, config, context, bs, drawn, &cfg, &ctx->norm);
     NCCLX_CHECK_GOTO(ncclx_init_agree(&pmix.coll, "arguments", res,

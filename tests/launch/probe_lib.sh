@@ -11,6 +11,15 @@ probe=${top_builddir:-$here/../..}/tests/launch/bootstrap_probe
 export NCCLX_FENCE_TIMEOUT_S=${NCCLX_FENCE_TIMEOUT_S:-30}
 NCCLX_LAUNCH_TIMEOUT_S=${NCCLX_LAUNCH_TIMEOUT_S:-180}
 
+# One launcher script at a time, even under make -j: with PMIx 4.2 a rank's PMIx_Init was seen
+# to block forever (about 1 launch in 300) when another PMIx job on the node started or ended
+# meanwhile (docs/init.md).  The lock (fd 9) is held until the script exits; daemons the
+# script starts must not inherit it (9>&-).  A lock still held after 10 minutes is ignored.
+if command -v flock >/dev/null 2>&1 &&
+    exec 9>"${top_builddir:-$here/../..}/tests/launch/launchers.lock"; then
+    flock -w 600 9 || echo "WARN: launcher lock still held after 600 s; running anyway"
+fi
+
 fail() {
     echo "FAIL: $*"
     exit 1
@@ -26,30 +35,63 @@ init_probe=${top_builddir:-$here/../..}/tests/launch/init_probe
 [ -x "$probe" ] || fail "probe $probe not built (run make check)"
 [ -x "$init_probe" ] || fail "probe $init_probe not built (run make check)"
 
-# Runs "$@" under timeout; the output goes to $probe_out, the status to $probe_rc.  A launch
-# that hangs is run once more before it fails: on a busy 2-core CI machine one rank of
-# `mpirun -n 4` was once seen to print nothing until the timeout (1 launch in about 60, cause
-# not found: not reproduced in 60 further launches).  A hang that repeats still fails, and
-# the first attempt's output stays in the log.
+# Runs "$@" under timeout; the output goes to $probe_out, the status to $probe_rc (124 or 137:
+# it hung).  A hang is never retried: shortly before the timeout fires, every probe process
+# still running is described (its rank, state, kernel wait channel and, with gdb, the stack of
+# each thread), so the log says where each rank stopped; expect_pass then says which ranks
+# printed what.
 run_bounded() {
-    local attempt
-    for attempt in 1 2; do
-        echo "+ $*"
-        probe_out=$(timeout --kill-after=10 "$NCCLX_LAUNCH_TIMEOUT_S" "$@" </dev/null 2>&1)
-        probe_rc=$?
-        printf '%s\n' "$probe_out"
-        if [ "$probe_rc" -ne 124 ] && [ "$probe_rc" -ne 137 ]; then
-            return 0
-        fi
-        echo "WARN: attempt $attempt of $1 ran past ${NCCLX_LAUNCH_TIMEOUT_S}s (a hang)"
+    local out pid deadline
+    out=$(mktemp) || fail "mktemp failed"
+    echo "+ $*"
+    timeout --kill-after=10 "$NCCLX_LAUNCH_TIMEOUT_S" "$@" </dev/null >"$out" 2>&1 &
+    pid=$!
+    deadline=$((SECONDS + NCCLX_LAUNCH_TIMEOUT_S - 5))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+        sleep 0.2
     done
-    fail "$1 ran past ${NCCLX_LAUNCH_TIMEOUT_S}s twice (a hang)"
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "HANG: the launch still runs after $((NCCLX_LAUNCH_TIMEOUT_S - 5))s; its probes:"
+        describe_probes
+    fi
+    wait "$pid"
+    probe_rc=$?
+    probe_out=$(cat "$out")
+    rm -f "$out"
+    printf '%s\n' "$probe_out"
+    if [ "$probe_rc" -eq 124 ] || [ "$probe_rc" -eq 137 ]; then
+        echo "HANG: the launch ran past ${NCCLX_LAUNCH_TIMEOUT_S}s and was killed"
+    fi
+}
+
+# Every process running one of our probes: rank, state, wait channel, threads' stacks.
+describe_probes() {
+    local pid rank
+    for pid in $(pgrep -f -- "^($probe|$init_probe)( |\$)"); do
+        rank=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+            sed -n 's/^\(PMIX_RANK\|OMPI_COMM_WORLD_RANK\|SLURM_PROCID\)=//p' | head -n 1)
+        echo "---- pid $pid, rank ${rank:-?}: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+        echo "state: $(sed -n 's/^State:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)," \
+            "wchan: $(cat "/proc/$pid/wchan" 2>/dev/null)"
+        if command -v gdb >/dev/null 2>&1; then
+            timeout 30 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 |
+                grep -E '^(Thread|#[0-9])'
+        fi
+    done
 }
 
 # expect_pass LABEL NRANKS [TAG]: every rank 0..NRANKS-1 printed "TAG: rank R of N (...): PASS"
 # exactly once, none FAIL.  TAG is the program's name, bootstrap_probe by default.
 expect_pass() {
     local label=$1 n=$2 tag=${3:-bootstrap_probe} r count
+    if [ "$probe_rc" -eq 124 ] || [ "$probe_rc" -eq 137 ]; then
+        for ((r = 0; r < n; r++)); do
+            count=$(printf '%s\n' "$probe_out" | grep -c "^$tag: rank $r of $n (.*): ")
+            echo "$label: rank $r printed ${count} result line(s):" \
+                "$(printf '%s\n' "$probe_out" | grep "^$tag: rank $r[ :]" | tr '\n' ' ')"
+        done
+        fail "$label: a hang (see the ranks above and the stacks before)"
+    fi
     [ "$probe_rc" -eq 0 ] || fail "$label: exit status $probe_rc"
     ! printf '%s\n' "$probe_out" | grep -q "$tag: .*FAIL" ||
         fail "$label: a rank failed"

@@ -13,10 +13,11 @@ set -u
 
 cluster="$here/slurm_cluster.sh"
 cluster_dir=$(mktemp -d /tmp/ncclx-slurm.XXXXXX) || fail "mktemp failed"
-trap '"$cluster" stop "$cluster_dir"' EXIT
+trap '"$cluster" stop "$cluster_dir" 9>&-' EXIT
 trap 'exit 1' INT TERM HUP
 
-timeout 120 "$cluster" start "$cluster_dir" || fail "could not start the private Slurm cluster"
+timeout 120 "$cluster" start "$cluster_dir" 9>&- ||
+    fail "could not start the private Slurm cluster"
 # shellcheck source=/dev/null
 . "$cluster_dir/env"
 echo "+ private Slurm cluster in $cluster_dir:" "$(timeout 10 sinfo -h -N -o '%N %T %c CPUs')"
