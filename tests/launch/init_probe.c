@@ -13,6 +13,10 @@
  *                                             ncclxGetErrorString names it) and a message
  *                                             containing TEXT
  *   init_probe N ... --expect-odd CODE:TEXT   the same for rank R (default: --expect's)
+ *   init_probe N --odd-rank R --odd-delay S   rank R calls ncclxInit S seconds late; every other
+ *                                             rank's ncclxInit must then last about S seconds
+ *                                             (no rank returns, and may exit and finalize PMIx,
+ *                                             before every rank finished PMIx_Init)
  *
  * The rank comes from the launcher's variables (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID):
  * a failed ncclxInit cannot tell it.
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -31,6 +36,7 @@ typedef struct {
     int odd_rank; /* -1: none */
     const char *odd_env;
     unsigned odd_hidden;
+    unsigned odd_delay_s;
     const char *expect;     /* "CODE:TEXT" or NULL */
     const char *expect_odd; /* for odd_rank; NULL: expect */
 } probe_args_t;
@@ -43,6 +49,13 @@ static int report(int rank, int size, int ok, const char *why)
            ok ? "" : ": ", ok ? "" : why);
     fflush(stdout);
     return ok ? 0 : 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int launcher_rank(void)
@@ -60,7 +73,7 @@ static int launcher_rank(void)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s N [--odd-rank R [--odd-env VAR=VALUE] [--odd-hidden H]] "
+            "usage: %s N [--odd-rank R [--odd-env VAR=VALUE] [--odd-hidden H] [--odd-delay S]] "
             "[--expect CODE:TEXT] [--expect-odd CODE:TEXT]\n",
             argv0);
     exit(2);
@@ -85,6 +98,8 @@ static void parse(int argc, char **argv, probe_args_t *a)
             a->odd_env = argv[++i];
         } else if (strcmp(opt, "--odd-hidden") == 0) {
             a->odd_hidden = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(opt, "--odd-delay") == 0) {
+            a->odd_delay_s = (unsigned)atoi(argv[++i]);
         } else if (strcmp(opt, "--expect") == 0 && strchr(argv[i + 1], ':') != NULL) {
             a->expect = argv[++i];
         } else if (strcmp(opt, "--expect-odd") == 0 && strchr(argv[i + 1], ':') != NULL) {
@@ -121,6 +136,7 @@ int main(int argc, char **argv)
     int have_gpu;
     ncclxResult_t res;
     char why[1024];
+    double start, took;
 
     parse(argc, argv, &a);
     plan.num_ep_groups = 1;
@@ -136,8 +152,20 @@ int main(int argc, char **argv)
         if (a.odd_hidden != 0) {
             group.hidden = a.odd_hidden;
         }
+        sleep(a.odd_delay_s);
     }
+    start = now_s();
     res = ncclxInit(&plan, NULL, &ctx);
+    took = now_s() - start;
+    if (a.odd_delay_s > 0 && rank != a.odd_rank && took < (double)a.odd_delay_s - 0.5) {
+        snprintf(why, sizeof(why),
+                 "ncclxInit returned (%s) after %.2f s, before rank %d had called it %u s late",
+                 ncclxGetErrorString(res), took, a.odd_rank, a.odd_delay_s);
+        if (res == ncclxSuccess) {
+            (void)ncclxFinalize(ctx);
+        }
+        return report(rank, a.size, 0, why);
+    }
     if (a.expect != NULL) {
         const char *expect = rank == a.odd_rank && a.expect_odd != NULL ? a.expect_odd : a.expect;
         int ok = expected_failure(res, expect, why, sizeof(why)) && ctx == (ncclxContext_t)0x1;

@@ -23,6 +23,12 @@ need_program mpirun openmpi-bin
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4
 expect_pass "mpirun -n 4 ncclxInit" 4 init_probe
 
+# Rank 0 calls ncclxInit 2 s late: no other rank may return before (with PMIx 4.2 a rank that
+# exits while a peer is still in PMIx_Init can leave that peer waiting forever, docs/init.md).
+run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4 --odd-rank 0 \
+    --odd-delay 2
+expect_pass "mpirun -n 4 ncclxInit, rank 0 late" 4 init_probe
+
 # Rank 2 plans another hidden size: every rank must fail, naming the group and the field,
 # right after the bootstrap (before placement: no GPU is needed to see it).
 run_bounded mpirun --allow-run-as-root --oversubscribe -n 4 "$init_probe" 4 --odd-rank 2 \

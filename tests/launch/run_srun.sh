@@ -34,6 +34,9 @@ expect_pass "srun --mpi=pmix -n 4" 4
 run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 --kill-on-bad-exit=1 "$init_probe" 4
 expect_pass "srun --mpi=pmix -n 4 ncclxInit" 4 init_probe
 
+run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 "$init_probe" 4 --odd-rank 0 --odd-delay 2
+expect_pass "srun --mpi=pmix -n 4 ncclxInit, rank 0 late" 4 init_probe
+
 run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 "$init_probe" 4 --odd-rank 2 --odd-hidden 4096 \
     --expect "invalid argument:plan.ep_groups[0]->hidden is 4096 on rank 2 but 256 on rank 0"
 expect_pass "srun --mpi=pmix -n 4 ncclxInit, plans differ" 4 init_probe
