@@ -22,19 +22,7 @@ extern "C" {
  */
 cudaError_t ncclx_kernels_load(void);
 
-/* kernels/nccl_dev.cu: NCCL device API glue.  comm is an ncclComm_t, window an ncclWindow_t;
- * the int results are ncclResult_t values.  The device communicator lives in caller storage
- * of NCCLX_DEVCOMM_STORAGE_BYTES, aligned to 16. */
-#define NCCLX_DEVCOMM_STORAGE_BYTES 1024
-
-/** ncclDevCommCreate with lsa_barrier_count LSA barriers, into storage. */
-int ncclx_devcomm_create(void *comm, int lsa_barrier_count, void *storage);
-
-/** ncclDevCommDestroy of the device communicator in storage. */
-int ncclx_devcomm_destroy(void *comm, const void *storage);
-
-/** The LSA team size recorded in the device communicator. */
-int ncclx_devcomm_lsa_size(const void *storage);
+/* kernels/nccl_dev.cu: NCCL device API glue.  window is an ncclWindow_t. */
 
 /** table[p] = this rank's view of window + offset on LSA peer p, for p < lsa_size. */
 cudaError_t ncclx_launch_resolve_peers(void *window, size_t offset, int lsa_size, void **table,

@@ -445,8 +445,8 @@ ncclxResult_t ncclxContextGetPlacement(ncclxContext_t ctx, ncclxPlacement_t *pla
         return NCCLX_ERROR(ncclxInvalidUsage, "ncclxContextGetPlacement: the context was made "
                                               "by ncclxInitWithComm, which places nothing");
     }
-    NCCLX_CHECK(ncclx_struct_check_output(placement, NCCLX_MAGIC_PLACEMENT,
-                                          sizeof(ncclxPlacement_t), "placement"));
+    NCCLX_CHECK(ncclx_struct_check_output(placement, NCCLX_MAGIC_PLACEMENT, NCCLX_PLACEMENT_SIZE_V1,
+                                          "placement"));
     ncclx_struct_export(placement, &ctx->placement, sizeof(ctx->placement));
     return ncclxSuccess;
 }
@@ -457,7 +457,7 @@ ncclxResult_t ncclxContextGetInfo(ncclxContext_t ctx, ncclxContextInfo_t *info)
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxContextGetInfo: context is NULL");
     }
     NCCLX_CHECK(ncclx_struct_check_output(info, NCCLX_MAGIC_CONTEXT_INFO,
-                                          sizeof(ncclxContextInfo_t), "info"));
+                                          NCCLX_CONTEXT_INFO_SIZE_V1, "info"));
     ncclx_struct_export(info, &ctx->info, sizeof(ctx->info));
     return ncclxSuccess;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Contexts on a real GPU and NCCL: singleton (or mpirun -n 1) init with windows and the device
- * communicator, init -> finalize -> init, the caller's communicator, two live contexts, a
+ * Contexts on a real GPU and NCCL: singleton (or mpirun -n 1) init with symmetric windows and
+ * their peer table, init -> finalize -> init, the caller's communicator, two live contexts, a
  * caller-supplied host block, a plan that does not fit, and allocator counters at zero
  * across every call an application makes between init and finalize (EP groups, handles,
  * dispatch, combine, complete, masks, the error word, the getters).
