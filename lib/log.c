@@ -2,10 +2,13 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Logging.  The level, destination and callback are process-wide by nature (one stderr, one
- * NCCLX_DEBUG), so they live in one lock-protected state block.
+ * NCCLX_DEBUG), so they live in one lock-protected state block.  The level and the loaded flag
+ * are also atomics: ncclx_log_enabled() runs on the host path of every operation and must not
+ * take the lock (nor wait for a line being written or a log file being opened under it).
  */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +20,9 @@
 
 typedef struct {
     pthread_mutex_t lock;
-    int loaded; /* NCCLX_DEBUG and NCCLX_DEBUG_FILE were read */
-    ncclxLogLevel_t level;
+    /* Written under the lock, read without it by ncclx_log_enabled(). */
+    atomic_int loaded;    /* NCCLX_DEBUG and NCCLX_DEBUG_FILE were read (release: host is set) */
+    atomic_int level;     /* an ncclxLogLevel_t */
     int level_overridden; /* ncclxSetLogLevel() wins over NCCLX_DEBUG */
     FILE *file;           /* NULL: stderr */
     ncclxLogCallback_t callback;
@@ -70,7 +74,7 @@ static void ncclx_log_load_locked(void)
                 ncclx_log.host, (int)getpid(), ncclx_env_raw(NCCLX_ENV_DEBUG));
     }
     if (!ncclx_log.level_overridden) {
-        ncclx_log.level = (ncclxLogLevel_t)index;
+        atomic_store_explicit(&ncclx_log.level, index, memory_order_relaxed);
     }
     if (ncclx_log.file != NULL) {
         fclose(ncclx_log.file);
@@ -88,16 +92,25 @@ static void ncclx_log_load_locked(void)
                     ncclx_log.host, (int)getpid(), expanded);
         }
     }
-    ncclx_log.loaded = 1;
+    atomic_store_explicit(&ncclx_log.loaded, 1, memory_order_release);
 }
 
+/* Lock-free once loaded; the first call (or racing first calls) load under the lock. */
 static void ncclx_log_ensure_loaded(void)
 {
+    if (atomic_load_explicit(&ncclx_log.loaded, memory_order_acquire)) {
+        return;
+    }
     pthread_mutex_lock(&ncclx_log.lock);
-    if (!ncclx_log.loaded) {
+    if (!atomic_load_explicit(&ncclx_log.loaded, memory_order_relaxed)) {
         ncclx_log_load_locked();
     }
     pthread_mutex_unlock(&ncclx_log.lock);
+}
+
+static ncclxLogLevel_t ncclx_log_level(void)
+{
+    return (ncclxLogLevel_t)atomic_load_explicit(&ncclx_log.level, memory_order_relaxed);
 }
 
 void ncclx_log_reload(void)
@@ -111,7 +124,7 @@ void ncclx_log_reload(void)
 int ncclx_log_enabled(ncclxLogLevel_t level)
 {
     ncclx_log_ensure_loaded();
-    return level != NCCLX_LOG_NONE && level <= ncclx_log.level;
+    return level != NCCLX_LOG_NONE && level <= ncclx_log_level();
 }
 
 void ncclx_log_set_rank(int rank)
@@ -136,7 +149,7 @@ void ncclx_log_at(ncclxLogLevel_t level, const char *file, int line, const char 
 
     ncclx_log_ensure_loaded();
     pthread_mutex_lock(&ncclx_log.lock);
-    if (level == NCCLX_LOG_NONE || level > ncclx_log.level) {
+    if (level == NCCLX_LOG_NONE || level > ncclx_log_level()) {
         pthread_mutex_unlock(&ncclx_log.lock);
         return;
     }
@@ -176,7 +189,7 @@ ncclxResult_t ncclxSetLogLevel(ncclxLogLevel_t level)
     }
     ncclx_log_ensure_loaded();
     pthread_mutex_lock(&ncclx_log.lock);
-    ncclx_log.level = level;
+    atomic_store_explicit(&ncclx_log.level, (int)level, memory_order_relaxed);
     ncclx_log.level_overridden = 1;
     pthread_mutex_unlock(&ncclx_log.lock);
     return ncclxSuccess;
@@ -184,10 +197,6 @@ ncclxResult_t ncclxSetLogLevel(ncclxLogLevel_t level)
 
 ncclxLogLevel_t ncclxGetLogLevel(void)
 {
-    ncclxLogLevel_t level;
     ncclx_log_ensure_loaded();
-    pthread_mutex_lock(&ncclx_log.lock);
-    level = ncclx_log.level;
-    pthread_mutex_unlock(&ncclx_log.lock);
-    return level;
+    return ncclx_log_level();
 }

@@ -6,8 +6,13 @@
  * without any variable of the table, and with the log state reloaded from it.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ncclx_test.h"
@@ -168,6 +173,73 @@ static void test_level_filtering(void **state)
     assert_int_equal(captured.count, 0);
     ncclx_log_at(NCCLX_LOG_WARN, __FILE__, __LINE__, "warn at WARN");
     assert_int_equal(captured.count, 1);
+}
+
+/* The level check sits on the host path of every operation: it must not wait for the log
+ * lock.  A reload whose NCCLX_DEBUG_FILE is a FIFO without a reader blocks in fopen() under
+ * that lock until a reader opens it; meanwhile the level check must still answer. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    int enabled;
+} level_check_t;
+
+static void *reload_worker(void *arg)
+{
+    (void)arg;
+    ncclx_log_reload(); /* blocks in fopen() of the FIFO, under the log lock */
+    return NULL;
+}
+
+static void *level_check_worker(void *arg)
+{
+    level_check_t *c = arg;
+    int enabled = ncclx_log_enabled(NCCLX_LOG_WARN);
+    pthread_mutex_lock(&c->lock);
+    c->enabled = enabled;
+    c->done = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void test_level_check_lock_free(void **state)
+{
+    const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    level_check_t check = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1};
+    pthread_t reloader, checker;
+    struct timespec deadline;
+    int reader, rc = 0, done;
+    (void)state;
+    snprintf(log_dir, sizeof(log_dir), "%s/ncclx-test-log-XXXXXX", tmp);
+    assert_non_null(mkdtemp(log_dir));
+    snprintf(log_path, sizeof(log_path), "%s/fifo", log_dir);
+    assert_int_equal(mkfifo(log_path, 0600), 0);
+    assert_int_equal(ncclx_log_enabled(NCCLX_LOG_WARN), 1); /* loaded, at WARN */
+    setenv("NCCLX_DEBUG_FILE", log_path, 1);
+    assert_int_equal(pthread_create(&reloader, NULL, reload_worker, NULL), 0);
+    /* Let the reloader reach the blocking open (holding the lock). */
+    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 300 * 1000 * 1000}, NULL);
+    assert_int_equal(pthread_create(&checker, NULL, level_check_worker, &check), 0);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    pthread_mutex_lock(&check.lock);
+    while (!check.done && rc != ETIMEDOUT) {
+        rc = pthread_cond_timedwait(&check.cond, &check.lock, &deadline);
+    }
+    done = check.done;
+    pthread_mutex_unlock(&check.lock);
+    /* Unblock the reloader (pass or fail), then stop writing to the FIFO before closing it. */
+    reader = open(log_path, O_RDONLY | O_NONBLOCK);
+    assert_true(reader >= 0);
+    assert_int_equal(pthread_join(reloader, NULL), 0);
+    assert_int_equal(pthread_join(checker, NULL), 0);
+    unsetenv("NCCLX_DEBUG_FILE");
+    ncclx_log_reload();
+    close(reader);
+    assert_true(done); /* answered while the reload held the lock */
+    assert_int_equal(check.enabled, 1);
 }
 
 static void test_set_level_rejects(void **state)
@@ -386,6 +458,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_callback_and_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_level_filtering, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_level_check_lock_free, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_level_rejects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_debug_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_debug_env_garbage, setup, teardown),
