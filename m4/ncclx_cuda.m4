@@ -3,7 +3,8 @@
 #
 # NCCLX_CHECK_CUDA: --with-cuda=DIR (default /usr/local/cuda) and --with-cuda-arch=SM.
 # Exports CUDA_HOME, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS, CUDA_LIBDIR, NVCC, NVCCFLAGS,
-# CUDA_ARCH.  We link the shared CUDA runtime (-lcudart): applications that hand us their
+# CUDA_ARCH (the requested architectures, comma separated), CUDA_ARCH_PTX (the one whose PTX
+# is embedded).  We link the shared CUDA runtime (-lcudart): applications that hand us their
 # streams and events use the same runtime instance as we do.
 AC_DEFUN([NCCLX_CHECK_CUDA], [
     AC_ARG_WITH([cuda],
@@ -13,7 +14,7 @@ AC_DEFUN([NCCLX_CHECK_CUDA], [
         [AC_MSG_ERROR([libncclx needs the CUDA toolkit; --without-cuda is not supported])])
     AC_ARG_WITH([cuda-arch],
         [AS_HELP_STRING([--with-cuda-arch=SM],
-                        [GPU architecture(s) to build for, comma separated (default: 90)])],
+                        [GPU architecture(s) to build for, comma separated (default: 90); the highest also gets PTX])],
         [], [with_cuda_arch=90])
 
     CUDA_HOME=$with_cuda
@@ -47,14 +48,23 @@ AC_DEFUN([NCCLX_CHECK_CUDA], [
     LDFLAGS=$ncclx_save_LDFLAGS
     LIBS=$ncclx_save_LIBS
 
-    # One -gencode per requested architecture; 90 also gets sm_90a for Hopper-only instructions.
+    # SASS (sm_XX) for every requested architecture, plus the PTX (compute_XX) of the highest
+    # one, which the driver JIT-compiles for GPUs newer than any listed (as NCCL does).  No
+    # arch-specific variants (sm_90a): the kernels use no Hopper-only instructions, and sm_90a
+    # code would not run on later GPUs.
     CUDA_ARCH=$with_cuda_arch
     NVCC_GENCODE=""
+    ncclx_cuda_arch_max=0
     for a in `echo "$with_cuda_arch" | tr ',' ' '`; do
         AS_CASE([$a],
-            [[[0-9]]*], [NVCC_GENCODE="$NVCC_GENCODE -gencode=arch=compute_$a,code=sm_$a"],
-            [AC_MSG_ERROR([--with-cuda-arch: '$a' is not a compute capability such as 90])])
+            [*[[!0-9]]*], [AC_MSG_ERROR([--with-cuda-arch: '$a' is not a compute capability such as 90 (a list: 90,100)])])
+        NVCC_GENCODE="$NVCC_GENCODE -gencode=arch=compute_$a,code=sm_$a"
+        AS_IF([test "$a" -gt "$ncclx_cuda_arch_max"], [ncclx_cuda_arch_max=$a])
     done
+    AS_IF([test "$ncclx_cuda_arch_max" = 0],
+        [AC_MSG_ERROR([--with-cuda-arch: no architecture given (for example 90, or 90,100)])])
+    NVCC_GENCODE="$NVCC_GENCODE -gencode=arch=compute_$ncclx_cuda_arch_max,code=compute_$ncclx_cuda_arch_max"
+    CUDA_ARCH_PTX=$ncclx_cuda_arch_max
     NVCCFLAGS="-std=c++17 -O3 $NVCC_GENCODE -Xcompiler -Wall,-Wextra"
     AC_SUBST([CUDA_HOME])
     AC_SUBST([CUDA_CPPFLAGS])
@@ -62,5 +72,6 @@ AC_DEFUN([NCCLX_CHECK_CUDA], [
     AC_SUBST([CUDA_LIBS])
     AC_SUBST([CUDA_LIBDIR])
     AC_SUBST([CUDA_ARCH])
+    AC_SUBST([CUDA_ARCH_PTX])
     AC_SUBST([NVCCFLAGS])
 ])
