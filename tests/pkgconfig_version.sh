@@ -4,6 +4,9 @@
 #
 # make install puts the archive, the headers and ncclx.pc in place, and examples/version.c
 # builds with plain gcc from `pkg-config --static --cflags --libs ncclx` alone, and runs.
+# examples/moe_layer.c (which creates CUDA streams, so includes cuda_runtime_api.h) builds the
+# same way: the Cflags carry the CUDA include directory.  It needs a GPU to run, so it is only
+# linked here (tests/gpu/run_moe_example.sh runs it in make check-gpu).
 set -eu
 dest="$top_builddir/tests/pkgconfig-install"
 rm -rf "$dest"
@@ -25,3 +28,9 @@ echo "$out"
 version=$(sed -n 's/^Version: //p' "$pcdir/ncclx.pc")
 echo "$out" | grep -q "^libncclx $version " || { echo "FAIL: version mismatch"; exit 1; }
 echo "ok: examples/version.c linked from pkg-config alone"
+case " $flags " in *" -I${CUDA_HOME:?CUDA_HOME not set}/include "*) ;; *)
+    echo "FAIL: pkg-config --cflags ncclx lacks -I$CUDA_HOME/include"; exit 1 ;; esac
+gcc -o "$dest/moe_layer" "$top_srcdir/examples/moe_layer.c" $flags \
+    || { echo "FAIL: examples/moe_layer.c does not build from pkg-config alone"; exit 1; }
+test -x "$dest/moe_layer" || { echo "FAIL: no $dest/moe_layer"; exit 1; }
+echo "ok: examples/moe_layer.c linked from pkg-config alone"
