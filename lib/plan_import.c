@@ -218,6 +218,29 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
     return ncclxSuccess;
 }
 
+/* Features whose fields are defined (and checked above, so that the rules hold when they land)
+ * but that this release does not implement.  They are refused here, once a plan is otherwise
+ * valid, rather than sized, allocated and refused at first use. */
+static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
+{
+    for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
+        if (norm->groups[gi].algorithm == NCCLX_EP_ALGO_HT) {
+            return NCCLX_ERROR(ncclxUnsupported,
+                               "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT: high-throughput "
+                               "dispatch/combine is not implemented in this release; use "
+                               "NCCLX_EP_ALGO_LL",
+                               gi);
+        }
+    }
+    if (norm->plan.m2n_staging_bytes != 0) {
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "plan.m2n_staging_bytes=%" PRIu64 ": M2N resharding is not "
+                           "implemented in this release; leave 0",
+                           (uint64_t)norm->plan.m2n_staging_bytes);
+    }
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm)
 {
     NCCLX_CHECK(ncclx_check_team(&norm->team));
@@ -234,7 +257,7 @@ ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm)
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
         NCCLX_CHECK(ncclx_check_group(&norm->groups[gi], gi, &norm->team));
     }
-    return ncclxSuccess;
+    return ncclx_check_supported(norm);
 }
 
 static void ncclx_group_defaults(ncclxEpGroupPlan_t *group)

@@ -98,11 +98,15 @@ typedef struct {
 /** A layout over measuring arenas (sizing). */
 void ncclx_layout_init_measure(ncclx_layout_t *layout, ncclx_region_visitor_t visit, void *ctx);
 
-/** Imports plan and team (NULL team = 1 rank, 1 node) into *norm, then validates them. */
+/** Imports plan and team (NULL team = 1 rank, 1 node) into *norm, then validates them.  On
+ * ncclxUnsupported (a planned feature, see ncclx_plan_check) *norm holds the imported plan,
+ * every field checked: tests lay out planned features with it; nothing else may use it. */
 ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team,
                                 ncclx_plan_norm_t *norm);
 
-/** Validates an imported plan; the error names the first bad field. */
+/** Validates an imported plan; the error names the first bad field.  An otherwise valid plan
+ * that asks for a feature this release does not implement (HT groups, M2N staging) fails with
+ * ncclxUnsupported. */
 ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
 /** Byte offsets of the pieces of one LL handle's device memory (see docs/plan-sizing.md). */

@@ -2,7 +2,9 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
- * the DeepSeek-V3-sized plan (an LL decode group and an HT prefill group) for 8 to 64 ranks.
+ * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  HT groups (--ht-tokens)
+ * and M2N staging (--m2n) are planned: the library refuses them in this release, and so does
+ * this tool, with the library's message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,17 +27,19 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ncclx-plan [options]\n"
             "Prints the bytes per rank and memory class that libncclx would allocate at init.\n"
-            "Defaults are DeepSeek-V3 sized: one LL group (decode) and one HT group (prefill).\n"
+            "Defaults are DeepSeek-V3 sized: one LL group (decode).\n"
             "  --experts N      global experts (256)\n"
             "  --hidden N       hidden size (7168)\n"
             "  --topk N         top-k (8)\n"
             "  --ll-tokens N    LL tokens per rank, 0 = no LL group (128)\n"
-            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (4096)\n"
+            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (0; HT is planned, not\n"
+            "                   implemented in this release: a nonzero value is refused)\n"
             "  --ht-recv N      HT receive slots per rank (0 = ranks * ht-tokens, the worst case)\n"
             "  --handles N      handles per group (4)\n"
             "  --ranks N        ranks; default: a sweep over 8, 16, 32, 64\n"
             "  --nodes N        nodes (ranks / 8, at least 1)\n"
-            "  --m2n BYTES      M2N staging bytes (0)\n"
+            "  --m2n BYTES      M2N staging bytes (0; M2N is planned, not implemented in this\n"
+            "                   release: a nonzero value is refused)\n"
             "  --no-fp8         LL without the FP8 recipe\n"
             "  --no-mask        LL without the active mask\n"
             "  --regions        list every region (for one --ranks value)\n"
@@ -193,7 +197,7 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
 
 int main(int argc, char **argv)
 {
-    plan_options_t o = {256, 7168, 8, 128, 4096, 0, 4, 0, 0, 0, 1, 1, 0};
+    plan_options_t o = {256, 7168, 8, 128, 0, 0, 4, 0, 0, 0, 1, 1, 0};
     static const uint32_t sweep[] = {8, 16, 32, 64};
     if (!parse_options(argc, argv, &o)) {
         return 2;

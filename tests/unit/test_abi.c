@@ -88,14 +88,15 @@ typedef struct {
 static void make_fixture(fixture_t *f)
 {
     const ncclxPlan_t init = NCCLX_PLAN_INIT;
+    /* Two LL groups (HT groups and M2N staging are refused until implemented). */
     make_group(&f->groups[0], NCCLX_EP_ALGO_LL);
-    make_group(&f->groups[1], NCCLX_EP_ALGO_HT);
+    make_group(&f->groups[1], NCCLX_EP_ALGO_LL);
+    f->groups[1].max_dispatch_tokens_per_rank = 512;
     f->ptrs[0] = &f->groups[0];
     f->ptrs[1] = &f->groups[1];
     f->plan = init;
     f->plan.num_ep_groups = 2;
     f->plan.ep_groups = f->ptrs;
-    f->plan.m2n_staging_bytes = 3u << 20;
     make_team(&f->team);
 }
 

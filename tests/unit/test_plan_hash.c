@@ -24,14 +24,16 @@ static ncclxEpGroupPlan_t ll_group(void)
     return g;
 }
 
-static ncclxEpGroupPlan_t ht_group(void)
+/* A second LL group, different from the first (HT groups and M2N staging
+ * are refused by import until implemented; the tests change those fields after import). */
+static ncclxEpGroupPlan_t other_group(void)
 {
     ncclxEpGroupPlan_t g = NCCLX_EP_GROUP_PLAN_INIT;
-    g.algorithm = NCCLX_EP_ALGO_HT;
+    g.algorithm = NCCLX_EP_ALGO_LL;
     g.num_experts = 16;
     g.max_topk = 2;
     g.hidden = 1024;
-    g.layouts = NCCLX_EP_LAYOUT_FLAT;
+    g.layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
     g.max_dispatch_tokens_per_rank = 512;
     return g;
 }
@@ -46,10 +48,9 @@ static ncclx_plan_norm_t *imported(void *host_block, size_t host_block_bytes)
     ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
     assert_non_null(norm);
     g[0] = ll_group();
-    g[1] = ht_group();
+    g[1] = other_group();
     plan.num_ep_groups = 2;
     plan.ep_groups = groups;
-    plan.m2n_staging_bytes = 1 << 20;
     plan.host_block = host_block;
     plan.host_block_bytes = host_block_bytes;
     team.num_ranks = 8;

@@ -2,8 +2,12 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Plan sizing against hand-computed values (the arithmetic is spelled out next to each
- * number; docs/plan-sizing.md gives the formulas).
+ * number; docs/plan-sizing.md gives the formulas).  HT groups and M2N staging are planned, not
+ * implemented: the public calls refuse them (checked here), and their sizing formulas are
+ * checked through the internal layout so that they hold when the features land.
  */
+#include <stdlib.h>
+
 #include "ncclx_test.h"
 
 #include "ep_group.h"
@@ -27,7 +31,7 @@ static ncclxEpGroupPlan_t ll_group(void)
     return g;
 }
 
-/* DeepSeek-V3 prefill: 4096 tokens per rank, receive slots bounded at 16384. */
+/* DeepSeek-V3 prefill: 4096 tokens per rank, receive slots bounded at 16384 (planned). */
 static ncclxEpGroupPlan_t ht_group(void)
 {
     ncclxEpGroupPlan_t g = NCCLX_EP_GROUP_PLAN_INIT;
@@ -63,6 +67,39 @@ static ncclxPlanSizes_t sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32
     plan.ep_groups = groups;
     plan.m2n_staging_bytes = m2n;
     assert_ncclx_ok(ncclxPlanComputeSizes(&plan, team, &sizes));
+    return sizes;
+}
+
+/* Sizes of a plan with planned features (HT groups, M2N staging): the public calls refuse it
+ * with ncclxUnsupported, naming the field; the internal layout still sizes it. */
+static ncclxPlanSizes_t planned_sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32_t n,
+                                         uint64_t m2n, const ncclxTeam_t *team,
+                                         const char *refused_field)
+{
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
+    ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
+    ncclx_layout_t layout;
+    assert_non_null(norm);
+    assert_non_null(regions);
+    plan.num_ep_groups = n;
+    plan.ep_groups = groups;
+    plan.m2n_staging_bytes = m2n;
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, team, &sizes), ncclxUnsupported, refused_field);
+    assert_ncclx_error(ncclxPlanValidate(&plan, team), ncclxUnsupported,
+                       "is not implemented in this release");
+    assert_int_equal(sizes.total[NCCLX_MEM_SYMMETRIC], 0); /* untouched */
+    assert_ncclx_error(ncclx_plan_import(&plan, team, norm), ncclxUnsupported, refused_field);
+    ncclx_layout_init_measure(&layout, NULL, NULL);
+    assert_ncclx_ok(ncclx_plan_layout(&layout, norm, regions));
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        sizes.total[c] = layout.arena[c].used;
+        sizes.per_handle[c] = layout.per_handle[c];
+    }
+    sizes.num_regions = layout.num_regions;
+    free(regions);
+    free(norm);
     return sizes;
 }
 
@@ -141,7 +178,7 @@ static void test_ht_deepseek_16_ranks_2_nodes(void **state)
     ncclxEpGroupPlan_t g = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&g};
     ncclxTeam_t team = team_of(16, 2);
-    ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
+    ncclxPlanSizes_t s = planned_sizes_of(groups, 1, 0, &team, "plan.ep_groups[0]->algorithm");
     /* HT is single-buffered.  Dispatch = 16384 slots * 14416 = 236191744.
      * Combine = 4096 tokens * min(8, 16) rows * 14336 = 469762048.  Signals = 16 * 16 = 256. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 469762048ull + 256ull);
@@ -161,10 +198,12 @@ static void test_two_groups_and_m2n(void **state)
     ncclxEpGroupPlan_t ht = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&ll, &ht};
     ncclxTeam_t team = team_of(16, 2);
-    ncclxPlanSizes_t both = sizes_of(groups, 2, 1000, &team);
+    ncclxPlanSizes_t both =
+        planned_sizes_of(groups, 2, 1000, &team, "plan.ep_groups[1]->algorithm");
     ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
-    ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
+    ncclxPlanSizes_t only_ht =
+        planned_sizes_of(ht_only, 1, 0, &team, "plan.ep_groups[0]->algorithm");
     /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
      * size is a multiple of 256 except the staging and the LL group's mask words (16 ranks *
      * 20 = 320 bytes, padded to 512 before the HT group's regions), so the totals add up. */
@@ -178,6 +217,24 @@ static void test_two_groups_and_m2n(void **state)
     assert_int_equal(both.total[NCCLX_MEM_HOST],
                      host_bytes_of_group(2, 0, host_bytes_of_group(4, 16, 0)));
     assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], only_ht.per_handle[NCCLX_MEM_DEVICE]);
+}
+
+/* A nonzero M2N staging budget is refused (an LL-only plan otherwise valid), and sized by the
+ * internal layout: 1000 bytes, first, then the LL group's regions at the next 256 bytes. */
+static void test_m2n_staging_refused(void **state)
+{
+    (void)state;
+    ncclxEpGroupPlan_t g = ll_group();
+    const ncclxEpGroupPlan_t *groups[] = {&g};
+    ncclxTeam_t team = team_of(8, 1);
+    ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
+    ncclxPlanSizes_t with_m2n =
+        planned_sizes_of(groups, 1, 1000, &team, "plan.m2n_staging_bytes=1000");
+    assert_int_equal(with_m2n.total[NCCLX_MEM_SYMMETRIC],
+                     1024 + only_ll.total[NCCLX_MEM_SYMMETRIC]);
+    /* Refused even without any EP group; the message says what to do. */
+    planned_sizes_of(groups, 0, 1, &team,
+                     "M2N resharding is not implemented in this release; leave 0");
 }
 
 static void test_quant_fwd_and_fp32_widen_slots(void **state)
@@ -218,13 +275,28 @@ static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
     team = team_of(4096, 1);
     g.max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
     g.max_recv_tokens_per_rank = 0; /* 4096 * 2^20 = 2^32 slots: refused, names the field */
-    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxInvalidArgument,
-                       "max_recv_tokens_per_rank");
+    {
+        /* Checked by the (internal) layout of the planned HT group. */
+        ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
+        ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
+        ncclx_layout_t layout;
+        assert_non_null(norm);
+        assert_non_null(regions);
+        assert_ncclx_error(ncclx_plan_import(&plan, &team, norm), ncclxUnsupported, "HT");
+        ncclx_layout_init_measure(&layout, NULL, NULL);
+        assert_ncclx_error(ncclx_plan_layout(&layout, norm, regions), ncclxInvalidArgument,
+                           "max_recv_tokens_per_rank");
+        free(regions);
+        free(norm);
+    }
+    /* The public call refuses the HT group before sizing it. */
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT");
     g.max_recv_tokens_per_rank = UINT32_MAX;
     g.hidden = NCCLX_EP_MAX_HIDDEN;
     g.max_topk = NCCLX_EP_MAX_TOPK;
     /* 2^32 - 1 slots * (16 + 128 + 131072) bytes: large, but exact in 64 bits. */
-    assert_ncclx_ok(ncclxPlanComputeSizes(&plan, &team, &s));
+    s = planned_sizes_of(groups, 1, 0, &team, "plan.ep_groups[0]->algorithm");
     assert_true(s.total[NCCLX_MEM_SYMMETRIC] > (uint64_t)UINT32_MAX * 131216ull);
 }
 
@@ -256,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_ll_scales_with_ranks),
         cmocka_unit_test(test_ht_deepseek_16_ranks_2_nodes),
         cmocka_unit_test(test_two_groups_and_m2n),
+        cmocka_unit_test(test_m2n_staging_refused),
         cmocka_unit_test(test_quant_fwd_and_fp32_widen_slots),
         cmocka_unit_test(test_extreme_plan_sizes_or_fails_cleanly),
         cmocka_unit_test(test_plan_print_lists_regions),

@@ -5,6 +5,10 @@
  * one field to a bad value and checks that ncclxPlanValidate() rejects it with
  * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
  * good value is still accepted, so that an over-strict check fails as well.
+ *
+ * HT groups and M2N staging are planned, not implemented: their fields are checked all the
+ * same, and a plan whose fields are all valid but that holds one of them is refused with
+ * ncclxUnsupported (after every field check, so a bad field is still named first).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +194,31 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
     f->team.lsa_size = 8;
 }
 
+#define NOT_IMPLEMENTED "is not implemented in this release"
+
+/* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
+ * HT group (named) or M2N staging. */
+static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
+{
+    char needle[96];
+    for (uint32_t i = 0; i < f->plan.num_ep_groups; i++) {
+        if (f->groups[i].algorithm == NCCLX_EP_ALGO_HT) {
+            snprintf(needle, sizeof(needle), "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT", i);
+            assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, needle);
+            assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
+                               NOT_IMPLEMENTED);
+            return;
+        }
+    }
+    if (f->plan.m2n_staging_bytes != 0) {
+        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
+                           "plan.m2n_staging_bytes=");
+        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
+        return;
+    }
+    assert_ncclx_ok(ncclxPlanValidate(&f->plan, team));
+}
+
 static void write_field(void *object, const field_case_t *c)
 {
     unsigned char *at = (unsigned char *)object + c->offset;
@@ -212,10 +241,10 @@ static void test_field_case(void **state)
         [IN_GROUP] = "plan.ep_groups[0]->", [IN_TEAM] = "team.", [IN_PLAN] = "plan."};
 
     make_fixture(&f, 1, c->base, c->base);
-    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_plan_valid(&f, &f.team);
     write_field(object[c->target], c);
     if (c->reason[0] == '\0') {
-        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+        assert_plan_valid(&f, &f.team);
         return;
     }
     snprintf(needle, sizeof(needle), "%s%s=", prefix[c->target], c->field);
@@ -228,19 +257,73 @@ static void test_valid_plans(void **state)
     fixture_t f;
     ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
     (void)state;
-    for (int b = BASE_LL; b <= BASE_HT; b++) {
-        make_fixture(&f, 1, (base_t)b, (base_t)b);
-        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
-    }
-    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-    /* No groups at all is a valid (M2N-only) plan; a NULL team means 1 rank on 1 node. */
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    make_fixture(&f, 2, BASE_LL, BASE_LL);
+    f.groups[1].max_dispatch_tokens_per_rank = 1024;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* No groups at all is a valid (empty) plan; a NULL team means 1 rank on 1 node. */
+    f.plan.num_ep_groups = 0;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].num_experts = 8;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+}
+
+/* HT groups and M2N staging: refused by every public entry point, naming the field, once the
+ * plan is otherwise valid; nothing is sized. */
+static void test_planned_features_refused(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    ncclxPlanSizes_t before;
+    char buf[256] = {0};
+    FILE *out;
+    (void)state;
+    memcpy(&before, &sizes, sizeof(before));
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT: high-throughput "
+                       "dispatch/combine " NOT_IMPLEMENTED);
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_error(ncclxPlanPrint(&f.plan, &f.team, out), ncclxUnsupported, NOT_IMPLEMENTED);
+    fclose(out);
+    assert_null(strstr(buf, "symmetric")); /* no region printed */
+    /* The HT group is named wherever it is; a NULL team (1 rank) too. */
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT");
+    f.groups[1].num_experts = 8;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, NULL), ncclxUnsupported,
+                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT");
+    /* A bad field anywhere is reported before the refusal, in either order of the groups. */
+    make_fixture(&f, 2, BASE_HT, BASE_LL);
+    f.groups[1].num_handles = 0;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->num_handles=0");
+    /* M2N staging, with or without EP groups; 0 is the only accepted value. */
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.plan.m2n_staging_bytes = 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.m2n_staging_bytes=1: M2N resharding " NOT_IMPLEMENTED "; leave 0");
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       "plan.m2n_staging_bytes=1");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
     f.plan.num_ep_groups = 0;
     f.plan.m2n_staging_bytes = 1 << 20;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.m2n_staging_bytes=1048576");
+    f.plan.m2n_staging_bytes = 0;
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-    make_fixture(&f, 2, BASE_HT, BASE_LL);
-    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    /* A bad team is still an invalid argument. */
+    f.plan.m2n_staging_bytes = 1;
+    f.team.lsa_size = 3;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, "team.lsa_size");
 }
 
 static void test_second_group_named(void **state)
@@ -248,6 +331,7 @@ static void test_second_group_named(void **state)
     fixture_t f;
     (void)state;
     make_fixture(&f, 2, BASE_LL, BASE_HT);
+    assert_plan_valid(&f, &f.team);
     f.groups[1].hidden = 7176;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[1]->hidden=7176");
@@ -278,7 +362,7 @@ static void test_host_block(void **state)
     unsigned char *block = aligned_alloc(4096, 8192);
     (void)state;
     assert_non_null(block);
-    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
     f.plan.host_block = block;
     f.plan.host_block_bytes = 8192;
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
@@ -308,7 +392,8 @@ static void test_topk_above_experts(void **state)
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, "num_experts=8");
 }
 
-/* 4096 ranks x 1048576 HT tokens is 2^32 receive slots: caught at sizing, not wrapped. */
+/* 4096 ranks x 1048576 HT tokens is 2^32 receive slots.  The public calls refuse the HT group
+ * before sizing it (test_plan_sizes checks that the planned layout catches the overflow). */
 static void test_recv_slots_overflow(void **state)
 {
     fixture_t f;
@@ -318,12 +403,8 @@ static void test_recv_slots_overflow(void **state)
     f.team.lsa_size = 4;
     f.groups[0].num_experts = 4096;
     f.groups[0].max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
-                       "plan.ep_groups[0]");
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
-                       "max_recv_tokens_per_rank");
-    f.groups[0].max_recv_tokens_per_rank = 1u << 20;
-    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT");
 }
 
 /* A rejected plan must leave the caller's output struct exactly as it was. */
@@ -351,8 +432,13 @@ static void test_sizes_untouched_on_error(void **state)
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
                        "team.lsa_size");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
-    /* The same plan, once fixed, does write the struct. */
+    /* Fixed, the plan is still refused (HT is not implemented): untouched too. */
     f.team.lsa_size = 8;
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       "plan.ep_groups[1]->algorithm");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    /* An LL-only plan does write the struct. */
+    make_ll(&f.groups[1]);
     assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
     assert_int_not_equal(sizes.num_regions, 0xdeadbeefu);
 }
@@ -360,13 +446,10 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_valid_plans),
-        cmocka_unit_test(test_second_group_named),
-        cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),
-        cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_slots_overflow),
-        cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_valid_plans),         cmocka_unit_test(test_planned_features_refused),
+        cmocka_unit_test(test_second_group_named),  cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),          cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_slots_overflow), cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
