@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "no_gpu.h"
 
 static void usage(FILE *out)
 {
@@ -365,6 +366,7 @@ int main(int argc, char **argv)
 {
     bench_options_t o;
     uint64_t wrong = 0;
+    const char *reason;
     memset(&o, 0, sizeof(o));
     o.comm = getenv("PMIX_RANK") != NULL; /* under a launcher: one rank per process */
     o.loopback = 8;
@@ -382,7 +384,19 @@ int main(int argc, char **argv)
     if (!parse_options(argc, argv, &o)) {
         return 2;
     }
+    /* Without a driver, say so before the library reports CUDA's words for it. */
+    reason = ncclx_tool_no_driver();
+    if (reason != NULL) {
+        ncclx_tool_explain_no_gpu("ncclx-bench", "timing dispatch/combine", reason);
+        return 1;
+    }
     if (run(&o, &wrong) != 0) {
+        /* A driver but no GPU visible (or one too old): the library has reported the CUDA
+         * error; add what it means. */
+        reason = ncclx_tool_no_gpu();
+        if (reason != NULL) {
+            ncclx_tool_explain_no_gpu("ncclx-bench", "timing dispatch/combine", reason);
+        }
         return 1;
     }
     if (wrong > 0) {

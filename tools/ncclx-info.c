@@ -13,6 +13,8 @@
 
 #include <ncclx.h>
 
+#include "no_gpu.h"
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -20,7 +22,7 @@ static void usage(FILE *out)
             "Prints, one key=value per line, the placement libncclx would choose: the GPU,\n"
             "the NUMA nodes and CPUs it binds to, and the RDMA NIC it hands to NCCL.\n"
             "Without --topology it looks at this machine (and asks CUDA for the GPU unless\n"
-            "--gpu-busid names one).\n"
+            "--gpu-busid names one; without a GPU or its driver, name one or use --env).\n"
             "  --topology FILE      decide on an hwloc XML topology (needs --gpu-busid)\n"
             "  --gpu-busid ID       the GPU's PCI bus id, e.g. 0000:84:00.0\n"
             "  --local-rank R       rank among the job's processes on the node (0)\n"
@@ -199,6 +201,16 @@ int main(int argc, char **argv)
         }
         printf("topology exported to %s\n", export_path);
         return 0;
+    }
+    /* Only this case asks CUDA for the GPU: without one, say what works instead. */
+    if (query.topology_xml == NULL && query.gpu_busid == NULL) {
+        const char *reason = ncclx_tool_no_gpu();
+        if (reason != NULL) {
+            ncclx_tool_explain_no_gpu("ncclx-info", "choosing the GPU of this machine", reason);
+            fprintf(stderr, "ncclx-info: name the GPU with --gpu-busid ID to see the rest of the "
+                            "placement, or list the settings with --env.\n");
+            return 1;
+        }
     }
     res = ncclxPlacementDecide(&query, &placement);
     if (res != ncclxSuccess) {
