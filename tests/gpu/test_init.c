@@ -44,7 +44,6 @@ static ncclxPlan_t small_plan(void)
     group = small_ll_group();
     plan.num_ep_groups = 1;
     plan.ep_groups = groups;
-    plan.m2n_staging_bytes = 1 << 20;
     return plan;
 }
 
@@ -345,14 +344,21 @@ static void test_plan_too_big_for_the_gpu(void **state)
     (void)state;
     ncclxPlan_t plan = small_plan();
     ncclxContext_t ctx = (ncclxContext_t)0x1;
-    /* HT, 1M tokens of 64K BF16: one receive area alone is ~130 GB per 1M slots; ask 4M. */
-    group.algorithm = NCCLX_EP_ALGO_HT;
-    group.layouts = NCCLX_EP_LAYOUT_FLAT;
-    group.recipes = NCCLX_EP_RECIPE_NONE;
-    group.enable_mask = 0;
+    const ncclxEpGroupPlan_t *many[NCCLX_MAX_EP_GROUPS];
+    /* LL groups at the plan's largest hidden size with FP32 tokens, 1024 tokens and top-16:
+     * each group's combine receive area is 2 * 1024 * 16 rows of 256 KiB = 8 GiB, and the plan
+     * asks for the most groups: about 550 GB, more than any one GPU holds. */
     group.hidden = NCCLX_EP_MAX_HIDDEN;
-    group.max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
-    group.max_recv_tokens_per_rank = 4u << 20;
+    group.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_FLOAT32);
+    group.recipes = NCCLX_EP_RECIPE_NONE;
+    group.num_experts = NCCLX_EP_MAX_TOPK;
+    group.max_topk = NCCLX_EP_MAX_TOPK;
+    group.max_dispatch_tokens_per_rank = NCCLX_EP_MAX_LL_TOKENS_PER_RANK;
+    for (uint32_t i = 0; i < NCCLX_MAX_EP_GROUPS; i++) {
+        many[i] = &group;
+    }
+    plan.num_ep_groups = NCCLX_MAX_EP_GROUPS;
+    plan.ep_groups = many;
     assert_ncclx_error(ncclxInit(&plan, NULL, &ctx), ncclxOutOfMemory, "free of");
     assert_ptr_equal(ctx, (ncclxContext_t)0x1);
 }
