@@ -44,7 +44,7 @@ typedef enum {
 /** EP algorithms. */
 typedef enum {
     NCCLX_EP_ALGO_LL = 1, /**< low latency: small batches, direct all-to-all */
-    NCCLX_EP_ALGO_HT = 2  /**< high throughput: large batches, hierarchical NVLink + RDMA */
+    NCCLX_EP_ALGO_HT = 2  /**< high throughput (planned: refused with ncclxUnsupported today) */
 } ncclxEpAlgorithm_t;
 
 /** EP output layouts (bit set). */
@@ -109,7 +109,7 @@ typedef struct {
     uint32_t num_ep_groups; /**< entries in ep_groups */
     uint32_t reserved0;
     const ncclxEpGroupPlan_t *const *ep_groups; /**< one pointer per group (each versioned) */
-    uint64_t m2n_staging_bytes;                 /**< symmetric staging for M2N resharding */
+    uint64_t m2n_staging_bytes;                 /**< M2N staging (planned: must be 0 today) */
     void *host_block;        /**< caller memory for the host class, or NULL: libncclx allocates */
     size_t host_block_bytes; /**< size of host_block */
 } ncclxPlan_t;
@@ -161,7 +161,9 @@ typedef struct {
 
 /**
  * Checks every field of plan against team.  Returns ncclxInvalidArgument naming the first bad
- * field (ncclxGetLastError()), ncclxSuccess otherwise.
+ * field (ncclxGetLastError()), ncclxUnsupported for a valid plan that asks for what this
+ * release does not implement (an HT group, a nonzero m2n_staging_bytes), ncclxSuccess
+ * otherwise.
  */
 ncclxResult_t ncclxPlanValidate(const ncclxPlan_t *plan, const ncclxTeam_t *team);
 
