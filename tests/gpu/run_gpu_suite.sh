@@ -6,33 +6,79 @@
 # On a machine with a CUDA GPU: build out of tree, run `make check-gpu`, compute-sanitizer
 # (memcheck, racecheck) over the tests, benches and the example, record ncclx-info and this
 # machine's topology; logs land in LOG_DIR.
+# Every run, also one that stops at configure or build, appends one line to docs/gpu-runs.md
+# (date, commit, GPU, each GPU test program's and sanitizer run's result; the format and how
+# to commit it are explained there).  NCCLX_GPU_RUNS_FILE=FILE appends to FILE instead,
+# NCCLX_GPU_RUNS_FILE=/dev/null records nothing (a trial run).
 set -uo pipefail
 log_dir=$1
 shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$src/build-gpu
+runs_file=${NCCLX_GPU_RUNS_FILE:-$src/docs/gpu-runs.md}
 status=0
 mkdir -p "$log_dir"
-(cd "$src" && ./autogen.sh) >"$log_dir/autogen.log" 2>&1 || { echo "autogen failed"; exit 1; }
+
+# What ran: HEAD, marked when tracked files differ from it (the commit then does not name the
+# code that was tested; only docs/gpu-runs.md itself may differ).
+commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null) || commit="no-git"
+if [ -n "$(git -C "$src" status --porcelain --untracked-files=no -- . ':!docs/gpu-runs.md' 2>/dev/null)" ]; then
+    commit="$commit+uncommitted"
+fi
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c |
+    awk '{ n = $1; $1 = ""; printf "%s%dx%s", sep, n, $0; sep = ", " }')
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+gpu="${gpu:-no GPU visible}${driver:+ (driver $driver)}"
+tests=""
+sanitizers="not run"
+
+# record RESULT: append this run's line (the table's columns, docs/gpu-runs.md).
+record() {
+    local toolkit line
+    toolkit=$(sed -n 's/^NVCC = //p' "$build/Makefile" 2>/dev/null | head -1)
+    toolkit=$([ -n "$toolkit" ] && "$toolkit" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/CUDA \1/p')
+    line="| $(date -u '+%Y-%m-%d %H:%M') | $commit | $gpu${toolkit:+, $toolkit} | $1 | ${tests:-none ran} | $sanitizers |"
+    if [ "$runs_file" = /dev/null ]; then
+        echo "not recorded: $line"
+    elif [ -f "$runs_file" ]; then
+        echo "$line" >>"$runs_file"
+        echo "recorded in $runs_file (commit it): $line"
+    else
+        echo "no $runs_file, not recorded: $line"
+    fi
+}
+
+(cd "$src" && ./autogen.sh) >"$log_dir/autogen.log" 2>&1 ||
+    { echo "autogen failed"; record "FAIL (autogen)"; exit 1; }
 rm -rf "$build" && mkdir -p "$build" && cd "$build" || exit 1
 ../configure --enable-werror "$@" >"$log_dir/configure.log" 2>&1 ||
-    { tail -30 "$log_dir/configure.log"; exit 1; }
-make -j"$(nproc)" >"$log_dir/make.log" 2>&1 || { tail -40 "$log_dir/make.log"; exit 1; }
+    { tail -30 "$log_dir/configure.log"; record "FAIL (configure)"; exit 1; }
+make -j"$(nproc)" >"$log_dir/make.log" 2>&1 ||
+    { tail -40 "$log_dir/make.log"; record "FAIL (build)"; exit 1; }
 make check-gpu >"$log_dir/check-gpu.log" 2>&1 || status=1
-grep -E '^(PASS|FAIL|ERROR|# )' "$log_dir/check-gpu.log"
+grep -E '^(PASS|FAIL|SKIP|ERROR|# )' "$log_dir/check-gpu.log"
 cat tests/gpu/*.log >"$log_dir/gpu-tests.log" 2>/dev/null
+# "test_fill PASS, test_init FAIL, ...": one entry per program or script check-gpu ran.
+tests=$(sed -n 's/^\(PASS\|FAIL\|SKIP\): \([^ ]*\).*/\2 \1/p' "$log_dir/check-gpu.log" |
+    while read -r t r; do echo "${t##*/} $r"; done | paste -sd, - | sed 's/,/, /g')
+if [ -z "$tests" ] && [ $status -ne 0 ]; then
+    tests="make check-gpu failed before any test ran (check-gpu.log)"
+fi
 # compute-sanitizer.  memcheck: the fill kernel, the EP LL test program (real 1-rank
 # communicator and loopback teams of 2, 4 and 8: the sanitizer keeps the ranks' kernels
 # concurrent), loopback benches over both layouts, FP8 and an active mask, and a whole MoE
 # layer; racecheck: the MoE layer and the bench on a 1-rank communicator, both layouts.
 if command -v compute-sanitizer >/dev/null 2>&1; then
+    sanitizers=""
     bench="tools/ncclx-bench --check --iters 2 --warmup 0 --timeout 60"
     while read -r tool name cmd; do
         if NCCLX_TIMEOUT_MS=60000 timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no \
             --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1; then
             echo "$tool $name: clean"
+            sanitizers+="${sanitizers:+, }$tool $name clean"
         else
             echo "$tool $name: errors or timeout (see $tool-$name.log)"
+            sanitizers+="${sanitizers:+, }$tool $name FAIL"
             status=1
         fi
     done <<EOF_CHECKS
@@ -46,7 +92,10 @@ racecheck moe_layer examples/moe_layer --comm
 racecheck bench-comm $bench --comm
 racecheck bench-comm-rank-fp32 $bench --comm --layout rank --dtype fp32
 EOF_CHECKS
+else
+    sanitizers="not run (no compute-sanitizer)"
 fi
 tools/ncclx-info >"$log_dir/ncclx-info.txt" 2>&1
 tools/ncclx-info --export-topology "$log_dir/topology.xml" >/dev/null 2>&1
+if [ $status -eq 0 ]; then record PASS; else record FAIL; fi
 exit $status
