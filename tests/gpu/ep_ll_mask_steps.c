@@ -123,6 +123,21 @@ void mask_clean_all(ep_team_t *t)
     ep_team_sync_only(t);
 }
 
+void mask_recover(ep_run_t *run, int32_t *const d_mask[], int iterations)
+{
+    const ep_team_t *t = run->team;
+    const uint32_t all = (1u << t->ranks) - 1;
+    run->absent = 0;
+    mask_clean_all(run->team);
+    mask_expect_mask(t, d_mask, all, 0);
+    mask_expect_async(t, all, 0);
+    for (int i = 0; i < iterations; i++) {
+        mask_refill(run, 0, 0);
+        mask_iterate(run);
+        ep_team_assert_no_async_error(t);
+    }
+}
+
 void mask_alloc_masks(const ep_team_t *t, int32_t *d_mask[])
 {
     for (uint32_t r = 0; r < t->ranks; r++) {

@@ -29,6 +29,9 @@ void mask_refill(ep_run_t *run, uint32_t masked, uint32_t absent);
 double mask_iterate(ep_run_t *run);
 /** Clean on every rank, then every rank's asynchronous error cleared (stream ordered). */
 void mask_clean_all(ep_team_t *t);
+/** Every rank back (absent cleared), cleans and clears its error; then no rank is masked, no
+ *  error is left, and `iterations` iterations with fresh data are exact without error. */
+void mask_recover(ep_run_t *run, int32_t *const d_mask[], int iterations);
 void mask_alloc_masks(const ep_team_t *t, int32_t *d_mask[]);
 void mask_free_masks(const ep_team_t *t, int32_t *d_mask[]);
 

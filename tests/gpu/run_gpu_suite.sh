@@ -66,14 +66,19 @@ if [ -z "$tests" ] && [ $status -ne 0 ]; then
 fi
 # compute-sanitizer.  memcheck: the fill kernel, the EP LL test program (real 1-rank
 # communicator and loopback teams of 2, 4 and 8: the sanitizer keeps the ranks' kernels
-# concurrent), loopback benches over both layouts, FP8 and an active mask, and a whole MoE
-# layer; racecheck: the MoE layer and the bench on a 1-rank communicator, both layouts.
+# concurrent), the protocol test, odd grids and FP8 special values, one timeout event with
+# its eviction and clean (a timeout long enough for the sanitizer's pace), loopback benches
+# over both layouts, FP8 and an active mask, and a whole MoE layer; racecheck: the MoE layer
+# and the bench on a 1-rank communicator, both layouts.
 if command -v compute-sanitizer >/dev/null 2>&1; then
     sanitizers=""
     bench="tools/ncclx-bench --check --iters 2 --warmup 0 --timeout 60"
-    while read -r tool name cmd; do
-        if NCCLX_TIMEOUT_MS=60000 timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no \
-            --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1; then
+    # Each line: tool, name, the environment of the run (comma separated, - for none), command.
+    while read -r tool name envs cmd; do
+        [ "$envs" = - ] && envs=""
+        # shellcheck disable=SC2086 # word splitting of envs and cmd is intended
+        if env NCCLX_TIMEOUT_MS=60000 ${envs//,/ } timeout 300 compute-sanitizer --tool "$tool" \
+            --report-api-errors no --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1; then
             echo "$tool $name: clean"
             sanitizers+="${sanitizers:+, }$tool $name clean"
         else
@@ -82,15 +87,19 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
             status=1
         fi
     done <<EOF_CHECKS
-memcheck test_fill tests/gpu/test_fill
-memcheck test_ep_ll tests/gpu/test_ep_ll
-memcheck bench-loopback4 $bench --loopback 4
-memcheck bench-loopback4-rank-fp8 $bench --loopback 4 --layout rank --recipe fp8
-memcheck bench-loopback4-mask $bench --loopback 4 --mask
-memcheck moe_layer examples/moe_layer --comm
-racecheck moe_layer examples/moe_layer --comm
-racecheck bench-comm $bench --comm
-racecheck bench-comm-rank-fp32 $bench --comm --layout rank --dtype fp32
+memcheck test_fill - tests/gpu/test_fill
+memcheck test_ep_ll - tests/gpu/test_ep_ll
+memcheck test_ep_ll_protocol - tests/gpu/test_ep_ll_protocol
+memcheck test_ep_ll_shapes TEST_FILTER=test_grid_*_blocks tests/gpu/test_ep_ll_shapes
+memcheck test_ep_ll_shapes-fp8 TEST_FILTER=test_fp8_special_values tests/gpu/test_ep_ll_shapes
+memcheck test_ep_ll_mask_repeat NCCLX_TEST_MASK_CYCLES=1,NCCLX_TEST_MASK_TIMEOUT_MS=10000 tests/gpu/test_ep_ll_mask_repeat
+memcheck bench-loopback4 - $bench --loopback 4
+memcheck bench-loopback4-rank-fp8 - $bench --loopback 4 --layout rank --recipe fp8
+memcheck bench-loopback4-mask - $bench --loopback 4 --mask
+memcheck moe_layer - examples/moe_layer --comm
+racecheck moe_layer - examples/moe_layer --comm
+racecheck bench-comm - $bench --comm
+racecheck bench-comm-rank-fp32 - $bench --comm --layout rank --dtype fp32
 EOF_CHECKS
 else
     sanitizers="not run (no compute-sanitizer)"

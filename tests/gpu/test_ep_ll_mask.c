@@ -91,15 +91,7 @@ static void dead_rank_cycles(uint32_t ranks, uint64_t timeout_ms, const ep_case_
         }
         mask_expect_mask(&t, d_mask, all & ~bit, bit);
         /* Recovery: every rank, the dead one too, cleans; then exact again. */
-        run.absent = 0;
-        mask_clean_all(&t);
-        mask_expect_mask(&t, d_mask, all, 0);
-        mask_expect_async(&t, all, 0);
-        for (int i = 0; i < 2; i++) {
-            mask_refill(&run, 0, 0);
-            mask_iterate(&run);
-            ep_team_assert_no_async_error(&t);
-        }
+        mask_recover(&run, d_mask, 2);
     }
     mask_finish_run(&run, &t, "dead rank cycles");
     mask_free_masks(&t, d_mask);

@@ -127,15 +127,7 @@ static void repeat_timeouts(uint32_t ranks, const ep_case_t *k)
             ep_run_check_combine(&run);
             mask_expect_mask(&t, d_mask, all & ~bit, bit);
         }
-        run.absent = 0;
-        mask_clean_all(&t);
-        mask_expect_mask(&t, d_mask, all, 0);
-        mask_expect_async(&t, all, 0);
-        for (int i = 0; i < 2; i++) {
-            mask_refill(&run, 0, 0);
-            mask_iterate(&run);
-            ep_team_assert_no_async_error(&t);
-        }
+        mask_recover(&run, d_mask, 2);
     }
     printf("# %u ranks: %u timeout events, %u with a survivor masked as well\n", ranks, cycles,
            stalled);
