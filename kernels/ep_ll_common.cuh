@@ -236,15 +236,56 @@ __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
     __threadfence_system();
 }
 
+// wait_source for a group without a mask.  Only a timeout can make threads see different
+// things, and a timeout halts the group (its results are undefined from then on and every
+// later call says so), so each thread goes by the signal it reads: no decision word, no
+// atomic on the path from a signal's arrival to the data.
+__device__ __forceinline__ int wait_source_unmasked(const ncclx_ep_ll_group_desc_t &g, int dir,
+                                                    int s, const Op &op, unsigned want_op,
+                                                    bool live)
+{
+    if (!live) {
+        return -1;
+    }
+    const unsigned long long *signal =
+        signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
+    unsigned long long start = 0;
+    for (unsigned spins = 0;; spins++) {
+        const unsigned long long v = ld_acquire_sys(signal);
+        if (ncclx_ep_signal_tag(v) == op.tag) {
+            if (ncclx_ep_signal_op(v) != want_op) {
+                report_error(g, kErrorMismatch);
+                return -1;
+            }
+            return (int)ncclx_ep_signal_count(v);
+        }
+        if ((spins & 1023) == 0) {
+            const unsigned long long now = globaltimer();
+            if (group_halted(g)) {
+                return -1;
+            }
+            if (start == 0) {
+                start = now;
+            } else if (now - start > g.timeout_ns) {
+                report_error(g, kErrorTimeout);
+                return -1;
+            }
+        }
+    }
+}
+
 // Waits for source s's signal of operation op in direction dir and returns its count, or -1
 // when s does not count in this operation: not live, masked meanwhile, timed out, or its
-// operation word differs from want_op.  Every thread of the rank gets the same answer (the
-// first to know records it in the group's decision words), so all blocks of a kernel agree
-// on who arrived.  A timeout masks s (groups with a mask, and s is told: see evict) or halts
-// the group (without one), and is reported.
+// operation word differs from want_op.  With a mask, every thread of the rank gets the same
+// answer (the first to know records it in the group's decision words), so all blocks of a
+// kernel agree on who arrived.  A timeout masks s (groups with a mask, and s is told: see
+// evict) or halts the group (without one), and is reported.
 __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, int dir, int s,
                                            const Op &op, unsigned want_op, bool live)
 {
+    if (g.inactive == nullptr) {
+        return wait_source_unmasked(g, dir, s, op, want_op, live);
+    }
     unsigned long long *word = g.decisions + (size_t)dir * g.ranks + s;
     const unsigned long long seen = load_volatile(word);
     bool mine;
@@ -284,9 +325,7 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
             } else if (now - start > g.timeout_ns) {
                 const int got = settle(word, seen, op.tag, -1, mine);
                 if (mine) {
-                    if (g.inactive != nullptr) {
-                        evict(g, s);
-                    }
+                    evict(g, s);
                     report_error(g, kErrorTimeout);
                 }
                 return got;

@@ -98,8 +98,10 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, ll && g->enable_mask, &d, r));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));
+    /* Only a group with a mask settles who arrived (kernels/ep_ll_common.cuh, wait_source). */
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "arrival decisions",
-                              ll ? (size_t)2 * d.ranks * sizeof(uint64_t) : 0, 1, &r->decisions));
+                              ll && g->enable_mask ? (size_t)2 * d.ranks * sizeof(uint64_t) : 0, 1,
+                              &r->decisions));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",
                               g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1, &r->mask));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "handle routing", d.handle_bytes,
