@@ -10,12 +10,12 @@
 # (date, commit, GPU, each GPU test program's and sanitizer run's result; the format and how
 # to commit it are explained there).  NCCLX_GPU_RUNS_FILE=FILE appends to FILE instead,
 # NCCLX_GPU_RUNS_FILE=/dev/null records nothing (a trial run).
-# NCCLX_GPU_SUITE_BUDGET_S=N (a machine lent for a limited time): no sanitizer run starts past N
+# GPU_SUITE_BUDGET_S=N (a machine lent for a limited time): no sanitizer run starts past N
 # seconds from the start, each is cut at the budget's end, and those left out are recorded as
 # "skipped (budget)".
 set -uo pipefail
 suite_start=$(date +%s)
-budget=${NCCLX_GPU_SUITE_BUDGET_S:-0}
+budget=${GPU_SUITE_BUDGET_S:-0}
 log_dir=$1
 shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,7 +85,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
         if [ "$budget" -gt 0 ]; then
             left=$((budget - ($(date +%s) - suite_start)))
             if [ "$left" -lt 30 ]; then
-                echo "$tool $name: skipped (NCCLX_GPU_SUITE_BUDGET_S=$budget spent)"
+                echo "$tool $name: skipped (GPU_SUITE_BUDGET_S=$budget spent)"
                 sanitizers+="${sanitizers:+, }$tool $name skipped (budget)"
                 continue
             fi
@@ -105,7 +105,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 memcheck test_ep_ll_protocol - tests/gpu/test_ep_ll_protocol
 memcheck test_ep_ll_shapes TEST_FILTER=test_grid_*_blocks tests/gpu/test_ep_ll_shapes
 memcheck test_ep_ll_shapes-fp8 TEST_FILTER=test_fp8_special_values tests/gpu/test_ep_ll_shapes
-memcheck test_ep_ll_mask_repeat NCCLX_TEST_MASK_CYCLES=1,NCCLX_TEST_MASK_TIMEOUT_MS=10000 tests/gpu/test_ep_ll_mask_repeat
+memcheck test_ep_ll_mask_repeat TEST_MASK_CYCLES=1,TEST_MASK_TIMEOUT_MS=10000 tests/gpu/test_ep_ll_mask_repeat
 memcheck test_fill - tests/gpu/test_fill
 memcheck test_ep_ll - tests/gpu/test_ep_ll
 memcheck bench-loopback4 - $bench --loopback 4
