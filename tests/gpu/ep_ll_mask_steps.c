@@ -5,6 +5,7 @@
  */
 #include "gpu/ep_ll_mask_steps.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include "gpu/ep_ll_short.h"
@@ -21,6 +22,10 @@ void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t 
     ep_team_plan(t, 4 * ranks, 6, 512, 32);
     t->group_plan.enable_mask = enable_mask;
     t->group_plan.timeout_ns = timeout_ms * 1000000ull;
+    /* TEST_MASK_SM_BUDGET: blocks per kernel of each rank (default: the library's share). */
+    if (getenv("TEST_MASK_SM_BUDGET") != NULL) {
+        t->group_plan.sm_budget = (uint32_t)strtoul(getenv("TEST_MASK_SM_BUDGET"), NULL, 10);
+    }
     ep_team_open(t, ranks);
 }
 

@@ -10,9 +10,10 @@
  *
  * TEST_MASK_CYCLES sets the cycles per team (default 12); TEST_MASK_TIMEOUT_MS
  * the timeout (default 50); TEST_MASK_TIMELINE=1 records CUDA events around each rank's
- * dispatch and combine and prints when each ended (off by default: an event record queued
- * behind a waiting kernel is itself a suspect of the stall this test looks for).  `make check-gpu`
- * runs the defaults; a long run is, for example, TEST_MASK_CYCLES=400
+ * dispatch and combine and prints when each ended (off by default, so that the test adds
+ * nothing to the streams); TEST_MASK_REVERSE=1 enqueues the ranks in reverse order;
+ * TEST_MASK_SM_BUDGET sets the blocks per kernel; TEST_FILTER=test_repeat_8 runs one team.  `make
+ * check-gpu` runs the defaults; a long run is, for example, TEST_MASK_CYCLES=400
  * tests/gpu/test_ep_ll_mask_repeat.
  */
 #include <stdio.h>
@@ -78,11 +79,32 @@ static void print_timeline(const ep_run_t *run, timeline_t *tl, uint32_t first)
     }
 }
 
+/* Dispatch (or combine) on ranks R-1 .. 0 (TEST_MASK_REVERSE=1: does the held survivor
+ * follow the host's enqueue order?). */
+static void enqueue_reverse(ep_run_t *run, int dispatch)
+{
+    const ep_team_t *t = run->team;
+    for (uint32_t i = 0; i < t->ranks; i++) {
+        const uint32_t r = t->ranks - 1 - i;
+        if ((run->absent >> r) & 1u) {
+            continue;
+        }
+        if (dispatch) {
+            ncclxEpDispatchArgs_t a = ep_dispatch_args(run, r, 0);
+            assert_ncclx_ok(ncclxEpDispatch(run->handle[r], &a, t->stream[r]));
+        } else {
+            ncclxEpCombineArgs_t c = ep_combine_args(run, r, 0);
+            assert_ncclx_ok(ncclxEpCombine(run->handle[r], &c, t->stream[r]));
+        }
+    }
+}
+
 static void repeat_timeouts(uint32_t ranks, const ep_case_t *k)
 {
     const unsigned cycles = env_or("TEST_MASK_CYCLES", 12, 1, 100000);
     const unsigned timeout_ms = env_or("TEST_MASK_TIMEOUT_MS", 50, 10, 60000);
     timeline_on = (int)env_or("TEST_MASK_TIMELINE", 0, 0, 1);
+    const int reverse = (int)env_or("TEST_MASK_REVERSE", 0, 0, 1);
     const uint32_t all = (1u << ranks) - 1;
     ep_team_t t;
     ep_run_t run;
@@ -114,9 +136,17 @@ static void repeat_timeouts(uint32_t ranks, const ep_case_t *k)
         ep_run_poison_combine(&run);
         ep_team_sync_only(&t);
         record_each(&run, tl.start);
-        ep_run_enqueue_dispatch(&run, 0);
+        if (reverse) {
+            enqueue_reverse(&run, 1);
+        } else {
+            ep_run_enqueue_dispatch(&run, 0);
+        }
         record_each(&run, tl.dispatched);
-        ep_run_enqueue_combine(&run, 0);
+        if (reverse) {
+            enqueue_reverse(&run, 0);
+        } else {
+            ep_run_enqueue_combine(&run, 0);
+        }
         record_each(&run, tl.combined);
         ep_team_sync_only(&t);
         uint32_t bad = 0;
@@ -177,5 +207,8 @@ int main(void)
     };
     setvbuf(stdout, NULL, _IONBF, 0);
     ep_seed_init("test_ep_ll_mask_repeat");
+    if (getenv("TEST_FILTER") != NULL) {
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
