@@ -236,6 +236,13 @@ __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
     __threadfence_system();
 }
 
+// Where source s's signal of operation op in direction dir lands in this rank's arena.
+__device__ __forceinline__ const unsigned long long *
+source_signal(const ncclx_ep_ll_group_desc_t &g, int dir, int s, const Op &op)
+{
+    return signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
+}
+
 // wait_source for a group without a mask.  Only a timeout can make threads see different
 // things, and a timeout halts the group (its results are undefined from then on and every
 // later call says so), so each thread goes by the signal it reads: no decision word, no
@@ -247,8 +254,7 @@ __device__ __forceinline__ int wait_source_unmasked(const ncclx_ep_ll_group_desc
     if (!live) {
         return -1;
     }
-    const unsigned long long *signal =
-        signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
+    const unsigned long long *signal = source_signal(g, dir, s, op);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
         const unsigned long long v = ld_acquire_sys(signal);
@@ -296,8 +302,7 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
     if (!live) {
         return settle(word, seen, op.tag, -1, mine);
     }
-    const unsigned long long *signal =
-        signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
+    const unsigned long long *signal = source_signal(g, dir, s, op);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
         const unsigned long long v = ld_acquire_sys(signal);
