@@ -94,6 +94,7 @@ struct ncclxContext {
     int has_placement;
     int rank;                        /* this context's rank in the team */
     int blocks;                      /* default grid size of data-moving kernels */
+    int blocks_masked;               /* the same for groups with an active mask */
     struct ncclx_loopback *loopback; /* loopback team: the shared symmetric block */
     int loopback_ref;                /* this context holds a reference on it */
     ncclx_init_coll_t *coll;         /* during init: agreement between build steps, or NULL */
@@ -117,7 +118,8 @@ void *ncclx_arena_ptr(const ncclx_arenas_t *arenas, ncclxMemClass_t c, size_t of
 /** cudaSetDevice(ctx->cuda_device) and ctx->stream; ncclx_context_teardown undoes it. */
 ncclxResult_t ncclx_context_open(struct ncclxContext *ctx);
 
-/** Sets ctx->blocks from the GPU's SM count shared by ranks_on_gpu ranks. */
+/** Sets ctx->blocks and ctx->blocks_masked from the GPU's SM count shared by ranks_on_gpu
+ *  ranks. */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
 
 /**

@@ -17,32 +17,16 @@ double mask_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Blocks per kernel for a team of `ranks` on this GPU: one per SM share, half the library's
- * loopback default.  At the default (two per SM, the GPU exactly full when every rank runs) a
- * survivor was now and then held for a whole timeout during a timeout event on one H200
- * (1 to 9 in 100 dead-rank events on 8 ranks, test_ep_ll_mask_repeat), never with one per SM
- * share (0 in 100): a loopback team's fault tests need the headroom (docs/ep-ll.md). */
-static uint32_t mask_team_blocks(uint32_t ranks)
-{
-    int sms = 0;
-    if (getenv("TEST_MASK_SM_BUDGET") != NULL) {
-        return (uint32_t)strtoul(getenv("TEST_MASK_SM_BUDGET"), NULL, 10);
-    }
-    /* Before CUDA starts, as the loopback team would: one hardware queue per rank's stream. */
-    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) != 0) {
-        fail_msg("setenv CUDA_DEVICE_MAX_CONNECTIONS failed");
-    }
-    assert_cuda_ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    return sms >= (int)ranks ? (uint32_t)sms / ranks : 1u;
-}
-
 void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t enable_mask)
 {
     ep_team_plan(t, 4 * ranks, 6, 512, 32);
     t->group_plan.enable_mask = enable_mask;
     t->group_plan.timeout_ns = timeout_ms * 1000000ull;
-    /* TEST_MASK_SM_BUDGET: blocks per kernel instead (0: the library's default). */
-    t->group_plan.sm_budget = mask_team_blocks(ranks);
+    /* The library's default grid unless TEST_MASK_SM_BUDGET sets the blocks per kernel: a
+     * group with a mask on a loopback team gets one block per SM share (lib/context.c). */
+    if (getenv("TEST_MASK_SM_BUDGET") != NULL) {
+        t->group_plan.sm_budget = (uint32_t)strtoul(getenv("TEST_MASK_SM_BUDGET"), NULL, 10);
+    }
     ep_team_open(t, ranks);
 }
 
