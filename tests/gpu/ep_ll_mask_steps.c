@@ -17,6 +17,20 @@ double mask_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+unsigned mask_env_uint(const char *name, unsigned fallback, unsigned lo, unsigned hi)
+{
+    const char *s = getenv(name);
+    char *end = NULL;
+    if (s == NULL || *s == '\0') {
+        return fallback;
+    }
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end != '\0' || v < lo || v > hi) {
+        fail_msg("%s=%s is not an integer in [%u, %u]", name, s, lo, hi);
+    }
+    return (unsigned)v;
+}
+
 void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t enable_mask)
 {
     ep_team_plan(t, 4 * ranks, 6, 512, 32);
@@ -24,9 +38,7 @@ void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t 
     t->group_plan.timeout_ns = timeout_ms * 1000000ull;
     /* The library's default grid unless TEST_MASK_SM_BUDGET sets the blocks per kernel: a
      * group with a mask on a loopback team gets one block per SM share (lib/context.c). */
-    if (getenv("TEST_MASK_SM_BUDGET") != NULL) {
-        t->group_plan.sm_budget = (uint32_t)strtoul(getenv("TEST_MASK_SM_BUDGET"), NULL, 10);
-    }
+    t->group_plan.sm_budget = mask_env_uint("TEST_MASK_SM_BUDGET", 0, 0, NCCLX_EP_MAX_SM_BUDGET);
     ep_team_open(t, ranks);
 }
 

@@ -12,6 +12,9 @@
 
 /** Milliseconds on a monotonic clock. */
 double mask_now_ms(void);
+/** The unsigned integer in environment variable `name`, or `fallback` when it is unset or
+ *  empty; fails the test unless it lies in [lo, hi]. */
+unsigned mask_env_uint(const char *name, unsigned fallback, unsigned lo, unsigned hi);
 /** A loopback team of `ranks`, 4 experts per rank, top-6, hidden 512, 32 tokens. */
 void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t enable_mask);
 /** Every rank in `who` queries its mask: entry r must be 0 exactly for the ranks in `masked`. */

@@ -91,12 +91,16 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
             fi
             [ "$left" -lt "$limit" ] && limit=$left
         fi
-        # shellcheck disable=SC2086 # word splitting of envs and cmd is intended
+        # shellcheck disable=SC2086 # word splitting of envs and cmd is intended (globs off:
+        # TEST_FILTER patterns must reach the test as written)
+        set -f
         if env NCCLX_TIMEOUT_MS=60000 ${envs//,/ } timeout "$limit" compute-sanitizer --tool "$tool" \
             --report-api-errors no --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1; then
+            set +f
             echo "$tool $name: clean"
             sanitizers+="${sanitizers:+, }$tool $name clean"
         else
+            set +f
             echo "$tool $name: errors or timeout (see $tool-$name.log)"
             sanitizers+="${sanitizers:+, }$tool $name FAIL"
             status=1

@@ -26,20 +26,6 @@
 static const ep_case_t em_case = {0, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
 static const ep_case_t rm_case = {0, RM, NONE, 0, 0, BF16, U8, 0, I32, I64, F32, 0};
 
-static unsigned env_or(const char *name, unsigned fallback, unsigned lo, unsigned hi)
-{
-    const char *s = getenv(name);
-    char *end = NULL;
-    if (s == NULL || *s == '\0') {
-        return fallback;
-    }
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end != '\0' || v < lo || v > hi) {
-        fail_msg("%s=%s is not an integer in [%u, %u]", name, s, lo, hi);
-    }
-    return (unsigned)v;
-}
-
 /* Per rank: events before its dispatch, after it, and after its combine. */
 typedef struct {
     cudaEvent_t start[EP_MAX_RANKS], dispatched[EP_MAX_RANKS], combined[EP_MAX_RANKS];
@@ -101,10 +87,10 @@ static void enqueue_reverse(ep_run_t *run, int dispatch)
 
 static void repeat_timeouts(uint32_t ranks, const ep_case_t *k)
 {
-    const unsigned cycles = env_or("TEST_MASK_CYCLES", 12, 1, 100000);
-    const unsigned timeout_ms = env_or("TEST_MASK_TIMEOUT_MS", 50, 10, 60000);
-    timeline_on = (int)env_or("TEST_MASK_TIMELINE", 0, 0, 1);
-    const int reverse = (int)env_or("TEST_MASK_REVERSE", 0, 0, 1);
+    const unsigned cycles = mask_env_uint("TEST_MASK_CYCLES", 12, 1, 100000);
+    const unsigned timeout_ms = mask_env_uint("TEST_MASK_TIMEOUT_MS", 50, 10, 60000);
+    timeline_on = (int)mask_env_uint("TEST_MASK_TIMELINE", 0, 0, 1);
+    const int reverse = (int)mask_env_uint("TEST_MASK_REVERSE", 0, 0, 1);
     const uint32_t all = (1u << ranks) - 1;
     ep_team_t t;
     ep_run_t run;
