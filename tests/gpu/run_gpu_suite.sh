@@ -11,8 +11,8 @@
 # to commit it are explained there).  NCCLX_GPU_RUNS_FILE=FILE appends to FILE instead,
 # NCCLX_GPU_RUNS_FILE=/dev/null records nothing (a trial run).
 # GPU_SUITE_BUDGET_S=N (a machine lent for a limited time): no sanitizer run starts past N
-# seconds from the start, each is cut at the budget's end, and those left out are recorded as
-# "skipped (budget)".
+# seconds from the start, each is cut at the budget's end (recorded "cut (budget, ...)", not a
+# failure, when it had reported no error), and those left out are recorded as "skipped (budget)".
 set -uo pipefail
 suite_start=$(date +%s)
 budget=${GPU_SUITE_BUDGET_S:-0}
@@ -94,13 +94,20 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
         # shellcheck disable=SC2086 # word splitting of envs and cmd is intended (globs off:
         # TEST_FILTER patterns must reach the test as written)
         set -f
-        if env NCCLX_TIMEOUT_MS=60000 ${envs//,/ } timeout "$limit" compute-sanitizer --tool "$tool" \
-            --report-api-errors no --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1; then
-            set +f
+        env NCCLX_TIMEOUT_MS=60000 ${envs//,/ } timeout "$limit" compute-sanitizer --tool "$tool" \
+            --report-api-errors no --error-exitcode 1 $cmd >"$log_dir/$tool-$name.log" 2>&1
+        rc=$?
+        set +f
+        if [ "$rc" -eq 0 ]; then
             echo "$tool $name: clean"
             sanitizers+="${sanitizers:+, }$tool $name clean"
+        elif [ "$rc" -eq 124 ] && [ "$limit" -lt 300 ] && ! grep -q "ERROR SUMMARY: [1-9]" \
+            "$log_dir/$tool-$name.log"; then
+            # Cut by GPU_SUITE_BUDGET_S before it finished, no error reported until then: not
+            # a result either way.
+            echo "$tool $name: cut at the budget's end, no error before (see $tool-$name.log)"
+            sanitizers+="${sanitizers:+, }$tool $name cut (budget, no error before)"
         else
-            set +f
             echo "$tool $name: errors or timeout (see $tool-$name.log)"
             sanitizers+="${sanitizers:+, }$tool $name FAIL"
             status=1
