@@ -115,7 +115,8 @@ __device__ __forceinline__ void op_end(unsigned long long *seq, const Op &op)
 // Copies the device error word to the mapped host status until the copy holds what the
 // device word holds: concurrent reporters (and a clear) can land in any order, and the one
 // that writes last re-reads the word after its write, so no bit is lost.
-__device__ __forceinline__ void publish_status(const ncclx_ep_ll_group_desc_t &g, unsigned value)
+// G is a group descriptor with `status` and `state->error` (LL and HT).
+template <typename G> __device__ __forceinline__ void publish_status(const G &g, unsigned value)
 {
     volatile unsigned *status = g.status;
     for (;;) {
@@ -130,7 +131,7 @@ __device__ __forceinline__ void publish_status(const ncclx_ep_ll_group_desc_t &g
 }
 
 // Records an error for the host (mapped status) and for later kernels (device state).
-__device__ __forceinline__ void report_error(const ncclx_ep_ll_group_desc_t &g, unsigned bits)
+template <typename G> __device__ __forceinline__ void report_error(const G &g, unsigned bits)
 {
     const unsigned old = atomicOr(&g.state->error, bits);
     if ((old & bits) != bits) {

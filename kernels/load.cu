@@ -3,14 +3,16 @@
  *
  * Eager module loading: every kernel file's loader, called once at init.
  */
+#include "ep_ht.h"
 #include "ep_ll.h"
 #include "kernels.h"
 
 extern "C" cudaError_t ncclx_kernels_load(void)
 {
-    cudaError_t (*const loaders[])(void) = {ncclx_nccl_kernels_load, ncclx_ep_ll_route_load,
+    cudaError_t (*const loaders[])(void) = {ncclx_nccl_kernels_load,   ncclx_ep_ll_route_load,
                                             ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load,
-                                            ncclx_ep_ll_mask_load};
+                                            ncclx_ep_ll_mask_load,     ncclx_ep_ht_route_load,
+                                            ncclx_ep_ht_data_load};
     cudaError_t err = cudaSuccess;
     for (auto load : loaders) {
         err = err != cudaSuccess ? err : load();

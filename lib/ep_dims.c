@@ -56,6 +56,28 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 
+/* Every HT handle holds both layouts' row maps: a handle's layout is chosen at create, and all
+ * handles of a group share one stride. */
+void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layout_t *h)
+{
+    size_t cursor = 0;
+    size_t tk = (size_t)d->tokens * d->topk, L = d->local_experts;
+    h->idx = ncclx_handle_piece(&cursor, tk * 4);
+    h->flat_row = ncclx_handle_piece(&cursor, (size_t)d->tokens * d->ranks * 4);
+    h->em_row = ncclx_handle_piece(&cursor, tk * 4);
+    h->totals = ncclx_handle_piece(&cursor, 2 * 8);
+    h->counts = ncclx_handle_piece(&cursor, L * 4);
+    h->offsets = ncclx_handle_piece(&cursor, (L + 1) * 4);
+    h->zone_count = ncclx_handle_piece(&cursor, L * 4);
+    h->zone_base = ncclx_handle_piece(&cursor, L * 4);
+    h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
+}
+
+size_t ncclx_ep_ht_map_bytes(const ncclx_ep_dims_t *d, uint32_t num_experts)
+{
+    return (size_t)d->tokens * ((num_experts + 31) / 32) * 4;
+}
+
 static size_t ncclx_handle_bytes(const ncclx_ep_dims_t *d, const ncclxEpGroupPlan_t *g, int ll)
 {
     if (ll) {
@@ -63,14 +85,9 @@ static size_t ncclx_handle_bytes(const ncclx_ep_dims_t *d, const ncclxEpGroupPla
         ncclx_ep_ll_handle_layout(d, (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) != 0, &h);
         return h.bytes;
     }
-    /* HT: destination slot of each top-k entry; counts per rank (send, receive) and per local
-     * expert; source of each receive slot and expert offsets (+1 for the total). */
-    size_t bytes = ncclx_align_up((size_t)d->tokens * d->topk * 4, 16);
-    bytes += 2 * ncclx_align_up((size_t)d->ranks * 4, 16);
-    bytes += ncclx_align_up((size_t)d->local_experts * 4, 16);
-    bytes += ncclx_align_up(
-        (size_t)d->recv_slots * 4 + ncclx_align_up(((size_t)d->local_experts + 1) * 4, 16), 16);
-    return ncclx_align_up(bytes, NCCLX_DEVICE_ALIGN);
+    ncclx_ep_ht_handle_layout_t h;
+    ncclx_ep_ht_handle_layout(d, &h);
+    return h.bytes;
 }
 
 ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam_t *team,
@@ -89,19 +106,22 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
     d->tokens = g->max_dispatch_tokens_per_rank;
     d->topk = g->max_topk;
     d->hidden = g->hidden;
+    d->num_experts = g->num_experts;
     recv_slots = (uint64_t)d->ranks * d->tokens;
     if (!ll && g->max_recv_tokens_per_rank != 0) {
         recv_slots = g->max_recv_tokens_per_rank;
     }
-    if (recv_slots > UINT32_MAX) {
+    if (recv_slots > INT32_MAX) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "plan.ep_groups[%u]: ranks * "
-                           "max_dispatch_tokens_per_rank = %llu receive slots exceeds 2^32-1; "
+                           "max_dispatch_tokens_per_rank = %llu receive rows exceeds 2^31-1; "
                            "set max_recv_tokens_per_rank",
                            gi, (unsigned long long)recv_slots);
     }
     d->recv_slots = (uint32_t)recv_slots;
-    if (ll && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
+    if (!ll) {
+        d->combine_slots = 1; /* HT: one combine row per receive row */
+    } else if (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
         d->combine_slots = d->topk; /* weights are applied per (token, expert) at the receiver */
     } else {
         d->combine_slots = d->topk < d->ranks ? d->topk : d->ranks; /* one row per rank */

@@ -11,6 +11,7 @@
 
 #include <ncclx/ep.h>
 
+#include "ep_ht.h"
 #include "ep_ll.h"
 #include "plan_internal.h"
 #include "pool.h"
@@ -34,6 +35,7 @@ struct ncclxEpHandle {
     ncclx_ep_ll_handle_desc_t desc;
     ncclx_ep_ll_dispatch_desc_t pending_dispatch;
     ncclx_ep_ll_combine_desc_t pending_combine;
+    ncclx_ep_ht_handle_desc_t ht; /* HT groups: what the HT kernels see */
 };
 typedef struct ncclxEpHandle ncclx_ep_handle_t;
 
@@ -45,9 +47,11 @@ struct ncclxEpGroup {
     uint32_t index;
     ncclx_pool_t handles;
     struct ncclxContext *ctx;
-    ncclx_ep_ll_group_desc_t desc; /* what the kernels see */
-    char *handle_memory;           /* device: num_handles * handle_layout.bytes */
-    volatile uint32_t *status;     /* host view of the mapped status (error bits) */
+    ncclx_ep_ll_group_desc_t desc; /* what the LL kernels see */
+    ncclx_ep_ht_group_desc_t ht;   /* what the HT kernels see (HT groups) */
+    ncclx_ep_ht_handle_layout_t ht_handle_layout;
+    char *handle_memory;       /* device: num_handles * handle_layout.bytes */
+    volatile uint32_t *status; /* host view of the mapped status (error bits) */
     ncclx_ep_handle_t *send_in_flight;
     uint8_t *masked_by_update; /* host [R] (enable_mask): ranks this rank masked by update */
     /* One stream per group: the stream of the last operation and an event recorded after it
@@ -74,6 +78,27 @@ ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *group, ncclxStream_t stream
 
 /** Logs and clears a CUDA error the application left pending, before call launches. */
 void ncclx_ep_clear_stale_cuda_error(const char *call);
+
+/* ---- HT (lib/ep_ht.c) ---- */
+
+/** Fills the HT kernels' view of group g (called by ncclx_ep_group_bind for HT groups). */
+void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks);
+
+/** Checks an HT handle config against the group. */
+ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);
+
+/** Points the handle's HT descriptor at its device memory (config already set). */
+void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h);
+
+/** Validates topk_idx and launches the HT routing of the handle. */
+ncclxResult_t ncclx_ep_ht_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
+                                const char *call, ncclxStream_t stream);
+
+/** HT dispatch / combine: checks the arguments (naming the field), then launches. */
+ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                   ncclxStream_t stream);
+ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                  ncclxStream_t stream);
 
 /** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */
 ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,

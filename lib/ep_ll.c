@@ -78,6 +78,9 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
             d->timeout_ns = ms * 1000000ull;
         }
     }
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        ncclx_ep_ht_group_bind(g, ctx, rank, blocks);
+    }
     g->last_stream = NULL;
     NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), res, out);
     g->op_done = done;
@@ -162,16 +165,11 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
                            "ncclxEpGroupGet: index=%u but the plan declares %u EP group(s)", index,
                            ctx->norm.num_groups);
     }
-    if (ctx->groups[index]->plan.algorithm != NCCLX_EP_ALGO_LL) {
-        return NCCLX_ERROR(ncclxUnsupported,
-                           "ncclxEpGroupGet: EP group %u is HT, which this "
-                           "release does not run yet",
-                           index);
-    }
     if (ctx->norm.team.lsa_size != ctx->norm.team.num_ranks) {
         return NCCLX_ERROR(ncclxUnsupported,
-                           "ncclxEpGroupGet: LL across nodes (%u ranks, %u "
+                           "ncclxEpGroupGet: %s across nodes (%u ranks, %u "
                            "reachable by load/store) needs GIN, not supported yet",
+                           ctx->groups[index]->plan.algorithm == NCCLX_EP_ALGO_HT ? "HT" : "LL",
                            ctx->norm.team.num_ranks, ctx->norm.team.lsa_size);
     }
     *group = ctx->groups[index];
@@ -210,6 +208,9 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                                  const char *call, ncclxStream_t stream)
 {
     ncclx_ep_group_t *g = h->group;
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        return ncclx_ep_ht_route(h, topk_idx, call, stream);
+    }
     const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
     char what[96];
     ncclxResult_t res = ncclxSuccess;
@@ -271,13 +272,18 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
     }
     NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
-    NCCLX_CHECK(ncclx_check_handle_config(g, &cfg));
+    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
+    NCCLX_CHECK(ht ? ncclx_ep_ht_check_config(g, &cfg) : ncclx_check_handle_config(g, &cfg));
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleCreate"));
     NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
     h->group = g;
     h->index = index;
     h->config = cfg;
-    ncclx_handle_desc(h);
+    if (ht) {
+        ncclx_ep_ht_handle_desc(h);
+    } else {
+        ncclx_handle_desc(h);
+    }
     NCCLX_CHECK_GOTO(ncclx_route(h, topk_idx, "ncclxEpHandleCreate", stream), res, err_release);
     h->live = 1;
     *handle = h;
@@ -360,8 +366,13 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g, ncclxStream_t stream)
         return ncclxSuccess;
     }
     ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream), res,
-                          out);
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_clear_error(&g->ht, seen, (cudaStream_t)stream),
+                              res, out);
+    } else {
+        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream),
+                              res, out);
+    }
 out:
     return res;
 }
@@ -432,6 +443,15 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
                                     NCCLX_EP_DISPATCH_ARGS_SIZE_V1, "args"));
+    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        return ncclx_ep_ht_dispatch(h, &a, stream);
+    }
+    if (a.pass != NCCLX_EP_PASS_FORWARD) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->pass=%u: LL dispatch is forward only "
+                           "(NCCLX_EP_PASS_FORWARD)",
+                           a.pass);
+    }
     NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
@@ -464,6 +484,16 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
     }
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_COMBINE_ARGS,
                                     NCCLX_EP_COMBINE_ARGS_SIZE_V1, "args"));
+    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        return ncclx_ep_ht_combine(h, &a, stream);
+    }
+    if (a.pass != NCCLX_EP_PASS_FORWARD || a.out_topk_weights.ndim != 0 ||
+        a.out_topk_weights.data != NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->%s: LL combine is forward only (pass "
+                           "NCCLX_EP_PASS_FORWARD, no out_topk_weights)",
+                           a.pass != NCCLX_EP_PASS_FORWARD ? "pass" : "out_topk_weights");
+    }
     NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
     NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_COMBINE, stream, "ncclxEpCombine"));
@@ -476,6 +506,12 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
 {
     NCCLX_CHECK(ncclx_check_live(h, "ncclxEpComplete"));
+    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpComplete: EP group %u is HT, whose dispatch and combine are "
+                           "whole (send_only is an LL feature)",
+                           h->group->index);
+    }
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpComplete"));
     if (h->pending == NCCLX_EP_PENDING_NONE) {
         return NCCLX_ERROR(ncclxInvalidUsage,

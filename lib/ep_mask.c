@@ -87,6 +87,16 @@ void ncclx_ep_mask_changed(ncclx_ep_group_t *g)
 ncclxResult_t ncclx_ep_async_check(const ncclx_ep_group_t *g, const char *call)
 {
     const uint32_t error = g->status != NULL ? *g->status : 0;
+    if (error & NCCLX_EP_ERROR_OVERFLOW) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: a routing of EP group %u needed more receive rows than its "
+                           "max_recv_tokens_per_rank=%u (asynchronous error 0x%x, overflow policy "
+                           "TRAP): the rows past the budget were not delivered; raise "
+                           "max_recv_tokens_per_rank or plan overflow_policy "
+                           "NCCLX_EP_OVERFLOW_DROP, and clear the error with "
+                           "ncclxEpClearAsyncError to go on",
+                           call, g->index, g->dims.recv_slots, error);
+    }
     if (g->plan.enable_mask || !(error & NCCLX_EP_ERROR_TIMEOUT)) {
         return ncclxSuccess;
     }

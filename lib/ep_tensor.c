@@ -23,6 +23,13 @@ uint64_t ncclx_tensor_row_bytes(const ncclxTensor_t *t)
 ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint32_t dtype_mask,
                                  uint32_t ndim, const int64_t *shape, const char *why)
 {
+    return ncclx_tensor_check_aligned(t, what, dtype_mask, ndim, shape, why, 16);
+}
+
+ncclxResult_t ncclx_tensor_check_aligned(const ncclxTensor_t *t, const char *what,
+                                         uint32_t dtype_mask, uint32_t ndim, const int64_t *shape,
+                                         const char *why, uint32_t align)
+{
     if ((unsigned)t->dtype >= NCCLX_NUM_DATA_TYPES || !(dtype_mask & NCCLX_DTYPE_BIT(t->dtype))) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "%s.dtype=%d is not allowed here (allowed set 0x%x of ncclxDataType_t "
@@ -47,9 +54,9 @@ ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint3
     if (t->data == NULL && elements > 0) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s.data is NULL: the tensor is required", what);
     }
-    if (((uintptr_t)t->data % 16) != 0) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s.data=%p is not 16-byte aligned", what,
-                           t->data);
+    if (((uintptr_t)t->data % align) != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s.data=%p is not %u-byte aligned", what, t->data,
+                           align);
     }
     return ncclxSuccess;
 }

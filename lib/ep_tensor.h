@@ -25,6 +25,12 @@ uint32_t ncclx_tensor_elem_bits(ncclxDataType_t dtype);
 ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint32_t dtype_mask,
                                  uint32_t ndim, const int64_t *shape, const char *why);
 
+/** ncclx_tensor_check with data aligned to align bytes instead of 16 (tensors that kernels
+ *  only touch element by element). */
+ncclxResult_t ncclx_tensor_check_aligned(const ncclxTensor_t *t, const char *what,
+                                         uint32_t dtype_mask, uint32_t ndim, const int64_t *shape,
+                                         const char *why, uint32_t align);
+
 /** Bytes of one row (the innermost dimension) of t. */
 uint64_t ncclx_tensor_row_bytes(const ncclxTensor_t *t);
 

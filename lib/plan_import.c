@@ -162,6 +162,13 @@ static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, u
         return GROUP_FIELD_ERROR(gi, "enable_mask", "=%u: active masks are an LL feature",
                                  g->enable_mask);
     }
+    if (g->overflow_policy != NCCLX_EP_OVERFLOW_TRAP &&
+        (ll || g->overflow_policy != NCCLX_EP_OVERFLOW_DROP)) {
+        return GROUP_FIELD_ERROR(gi, "overflow_policy", "=%u: %s", g->overflow_policy,
+                                 ll ? "an HT feature (LL receives at most ranks * "
+                                      "max_dispatch_tokens_per_rank); leave 0"
+                                    : "NCCLX_EP_OVERFLOW_TRAP (0) or NCCLX_EP_OVERFLOW_DROP (1)");
+    }
     if (ll && g->expert_alignment > 1) {
         return GROUP_FIELD_ERROR(gi, "expert_alignment",
                                  "=%u: expert padding is an HT "
@@ -189,9 +196,11 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
         return GROUP_FIELD_ERROR(gi, "num_experts", "=%u is not divisible by team.num_ranks=%u",
                                  g->num_experts, team->num_ranks);
     }
-    if (g->max_topk < 1 || g->max_topk > NCCLX_EP_MAX_TOPK || g->max_topk > g->num_experts) {
-        return GROUP_FIELD_ERROR(gi, "max_topk", "=%u is outside [1, min(%u, num_experts=%u)]",
-                                 g->max_topk, NCCLX_EP_MAX_TOPK, g->num_experts);
+    const uint32_t max_topk = ll ? NCCLX_EP_MAX_TOPK : NCCLX_EP_MAX_HT_TOPK;
+    if (g->max_topk < 1 || g->max_topk > max_topk || g->max_topk > g->num_experts) {
+        return GROUP_FIELD_ERROR(gi, "max_topk",
+                                 "=%u is outside [1, min(%u, num_experts=%u)] for %s groups",
+                                 g->max_topk, max_topk, g->num_experts, ll ? "LL" : "HT");
     }
     if (g->hidden < 1 || g->hidden > NCCLX_EP_MAX_HIDDEN) {
         return GROUP_FIELD_ERROR(gi, "hidden", "=%u is outside [1, %u]", g->hidden,
@@ -224,12 +233,22 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
 static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
 {
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
-        if (norm->groups[gi].algorithm == NCCLX_EP_ALGO_HT) {
+        const ncclxEpGroupPlan_t *g = &norm->groups[gi];
+        if (g->algorithm != NCCLX_EP_ALGO_HT) {
+            continue;
+        }
+        if (norm->team.lsa_size != norm->team.num_ranks) {
             return NCCLX_ERROR(ncclxUnsupported,
-                               "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT: high-throughput "
-                               "dispatch/combine is not implemented in this release; use "
-                               "NCCLX_EP_ALGO_LL",
-                               gi);
+                               "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of %u "
+                               "ranks of which %u reach each other by load/store: HT between "
+                               "load/store domains (GIN) is not implemented in this release",
+                               gi, norm->team.num_ranks, norm->team.lsa_size);
+        }
+        if (g->recipes & NCCLX_EP_RECIPE_MXFP8) {
+            return NCCLX_ERROR(ncclxUnsupported,
+                               "plan.ep_groups[%u]->recipes=0x%x: the MXFP8 HT combine is not "
+                               "implemented in this release; leave NCCLX_EP_RECIPE_MXFP8 out",
+                               gi, g->recipes);
         }
     }
     if (norm->plan.m2n_staging_bytes != 0) {

@@ -32,7 +32,8 @@ typedef struct {
     uint32_t tokens;           /* T = max_dispatch_tokens_per_rank */
     uint32_t topk;             /* K = max_topk */
     uint32_t hidden;           /* H */
-    uint32_t recv_slots;       /* HT: S, receive slots; LL: R * T */
+    uint32_t recv_slots;       /* HT: S, receive rows; LL: R * T */
+    uint32_t num_experts;      /* E */
     uint32_t combine_slots;    /* combine rows received per token */
     size_t payload_bytes;      /* P: largest token row on the wire, 16-byte multiple */
     size_t dispatch_msg_bytes; /* M: header + top-k entries + P */
@@ -51,19 +52,23 @@ typedef struct {
 /** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
 #define NCCLX_NO_REGION SIZE_MAX
 typedef struct {
-    size_t dispatch_recv; /* symmetric */
-    size_t combine_recv;  /* symmetric */
-    size_t signals;       /* symmetric */
-    size_t mask_words;    /* symmetric, LL with enable_mask: clean slots and evicted words */
-    size_t state;         /* device */
-    size_t decisions;     /* device, LL: [2][R] what this rank concluded about each source */
-    size_t mask;          /* device, LL with enable_mask */
-    size_t handles;       /* device, num_handles * dims.handle_bytes */
-    size_t status;        /* mapped host */
-    size_t host_group;    /* host: the group struct */
-    size_t host_handles;  /* host: num_handles handle structs */
-    size_t host_pool;     /* host: pool bookkeeping */
-    size_t host_masked;   /* host, LL with enable_mask: [R] ranks masked by ncclxEpMaskUpdate */
+    size_t dispatch_recv;    /* symmetric */
+    size_t combine_recv;     /* symmetric */
+    size_t signals;          /* symmetric */
+    size_t mask_words;       /* symmetric, LL with enable_mask: clean slots and evicted words */
+    size_t state;            /* device */
+    size_t decisions;        /* device, LL: [2][R] what this rank concluded about each source */
+    size_t mask;             /* device, LL with enable_mask */
+    size_t handles;          /* device, num_handles * dims.handle_bytes */
+    size_t status;           /* mapped host */
+    size_t host_group;       /* host: the group struct */
+    size_t host_handles;     /* host: num_handles handle structs */
+    size_t host_pool;        /* host: pool bookkeeping */
+    size_t host_masked;      /* host, LL with enable_mask: [R] ranks masked by ncclxEpMaskUpdate */
+    size_t ht_map;           /* symmetric, HT: routing map [T][ceil(E / 32)] uint32 */
+    size_t ht_dispatch_meta; /* symmetric, HT: [S][K] {expert, weight} of the dispatch rows */
+    size_t ht_combine_meta;  /* symmetric, HT: [S][K] float backward weight gradients */
+    size_t ht_counters;      /* device, HT: [R][E] + [R][R] int32 routing counts */
 } ncclx_ep_group_regions_t;
 
 typedef struct {
@@ -122,6 +127,24 @@ typedef struct {
 
 void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
                                ncclx_ep_ll_handle_layout_t *h);
+
+/** Byte offsets of the pieces of one HT handle's device memory (see docs/plan-sizing.md). */
+typedef struct {
+    size_t idx;        /* int32 [T, K]: validated top-k (-1: not routed, or a repeat) */
+    size_t flat_row;   /* int32 [T, R]: FLAT row of the token at each rank, -1 */
+    size_t em_row;     /* int32 [T, K]: EXPERT_MAJOR row of each entry, -1 */
+    size_t totals;     /* int64 [2]: rows needed before any drop, rows delivered */
+    size_t counts;     /* int32 [L]: per local expert, as ncclxEpHandleGetLayout reports */
+    size_t offsets;    /* int32 [L + 1]: zone starts clamped to S, then the padded total */
+    size_t zone_count; /* int32 [L]: real rows of each zone */
+    size_t zone_base;  /* int32 [L]: zone starts */
+    size_t bytes;      /* the whole handle, 256-byte multiple */
+} ncclx_ep_ht_handle_layout_t;
+
+void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layout_t *h);
+
+/** Bytes of the HT routing map of one rank: T rows of ceil(E / 32) words. */
+size_t ncclx_ep_ht_map_bytes(const ncclx_ep_dims_t *d, uint32_t num_experts);
 
 /** Dimensions of group (already validated) on team. */
 ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *group, const ncclxTeam_t *team,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "ep_group.h"
+#include "ep_ht.h"
 #include "error.h"
 #include "plan_internal.h"
 #include "pool.h"
@@ -88,6 +89,35 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
                          &r->mask_words);
 }
 
+/* HT: the routing map, the step signals, the dispatch rows and their metadata, the combine rows
+ * and the backward weight gradients (kernels/ep_ht.h). */
+static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi,
+                                                  const ncclx_ep_dims_t *d,
+                                                  ncclx_ep_group_regions_t *r)
+{
+    size_t bytes;
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT routing map",
+                              ncclx_ep_ht_map_bytes(d, d->num_experts), 1, &r->ht_map));
+    NCCLX_CHECK(
+        ncclx_product(NCCLX_EP_HT_SIGNALS, d->ranks, sizeof(uint64_t), "HT signals", gi, &bytes));
+    NCCLX_CHECK(
+        ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT signals", bytes, 1, &r->signals));
+    NCCLX_CHECK(ncclx_product(1, d->recv_slots, d->payload_bytes, "HT dispatch rows", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch rows", bytes, 1,
+                              &r->dispatch_recv));
+    NCCLX_CHECK(ncclx_product(d->recv_slots, d->topk, 8, "HT dispatch metadata", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch metadata", bytes, 1,
+                              &r->ht_dispatch_meta));
+    NCCLX_CHECK(
+        ncclx_product(1, d->recv_slots, d->combine_slot_bytes, "HT combine rows", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT combine rows", bytes, 1,
+                              &r->combine_recv));
+    NCCLX_CHECK(
+        ncclx_product(d->recv_slots, d->topk, sizeof(float), "HT weight gradients", gi, &bytes));
+    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT weight gradients", bytes, 1,
+                         &r->ht_combine_meta);
+}
+
 static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
                                            const ncclxEpGroupPlan_t *g, const ncclxTeam_t *team,
                                            ncclx_ep_group_regions_t *r)
@@ -95,7 +125,13 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     ncclx_ep_dims_t d;
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
-    NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, ll && g->enable_mask, &d, r));
+    r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
+    r->mask_words = NCCLX_NO_REGION;
+    if (ll) {
+        NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask, &d, r));
+    } else {
+        NCCLX_CHECK(ncclx_layout_ep_ht_symmetric(layout, gi, &d, r));
+    }
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));
     /* Only a group with a mask settles who arrived (kernels/ep_ll_common.cuh, wait_source). */
@@ -104,6 +140,10 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
                               &r->decisions));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "active mask",
                               g->enable_mask ? (size_t)d.ranks * sizeof(int32_t) : 0, 1, &r->mask));
+    NCCLX_CHECK(
+        ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "HT routing counts",
+                      ll ? 0 : (size_t)d.ranks * (d.num_experts + d.ranks) * sizeof(int32_t), 1,
+                      &r->ht_counters));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "handle routing", d.handle_bytes,
                               g->num_handles, &r->handles));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, gi, "group status", NCCLX_STATUS_BYTES,

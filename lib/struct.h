@@ -28,6 +28,8 @@
 #define NCCLX_EP_HANDLE_CONFIG_SIZE_V1 32u
 #define NCCLX_EP_DISPATCH_ARGS_SIZE_V1 416u
 #define NCCLX_EP_COMBINE_ARGS_SIZE_V1  168u
+/* First released in 0.2. */
+#define NCCLX_EP_LAYOUT_INFO_SIZE_V1 168u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -50,7 +52,8 @@
       reserved0)                                                                              \
     X(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS, NCCLX_EP_DISPATCH_ARGS_SIZE_V1,    \
       out_topk_weights)                                                                       \
-    X(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS, NCCLX_EP_COMBINE_ARGS_SIZE_V1, out)
+    X(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS, NCCLX_EP_COMBINE_ARGS_SIZE_V1, out)  \
+    X(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO, NCCLX_EP_LAYOUT_INFO_SIZE_V1, recv_total)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

@@ -16,10 +16,16 @@
 #include <ncclx.h>
 
 typedef struct {
-    int comm;          /* 1: one rank of a communicator from ncclxInit; 0: loopback team */
-    uint32_t loopback; /* ranks of the loopback team */
-    uint32_t layout;   /* NCCLX_EP_LAYOUT_EXPERT_MAJOR or _RANK_MAJOR */
-    uint32_t tokens;   /* tokens per rank; with sweep, the largest */
+    int comm;                /* 1: one rank of a communicator from ncclxInit; 0: loopback team */
+    uint32_t loopback;       /* ranks of the loopback team */
+    ncclxEpAlgorithm_t algo; /* NCCLX_EP_ALGO_LL or _HT */
+    uint32_t layout;         /* LL: NCCLX_EP_LAYOUT_EXPERT_MAJOR or _RANK_MAJOR; HT: _FLAT or
+                                _EXPERT_MAJOR */
+    uint32_t pass;           /* HT: NCCLX_EP_PASS_FORWARD or _BACKWARD */
+    uint32_t recv;           /* HT: receive rows per rank S (0: the plan's default, R x T) */
+    int recv_from_routing;   /* HT: recv is the most rows a rank needs with the seed's routing */
+    uint32_t alignment;      /* HT expert-major: zones padded to a multiple of this (1: none) */
+    uint32_t tokens;         /* tokens per rank; with sweep, the largest */
     uint32_t hidden, topk, experts;
     ncclxDataType_t dtype; /* tokens and expert outputs: BF16, FP16 or FP32 */
     uint32_t recipe;       /* NCCLX_EP_RECIPE_NONE or _FP8 */
@@ -90,6 +96,51 @@ double bench_expert_value(const bench_inputs_t *in, uint32_t layout, ncclxDataTy
 double bench_combine_value(const bench_inputs_t *in, uint32_t layout, ncclxDataType_t dtype,
                            uint32_t src, uint32_t token, uint32_t col, double *mag);
 
+/* ---- HT expectations (bench_ht.c) ---- */
+
+/* Rows rank `rank` sends with its first n tokens: per token, its distinct destination ranks
+ * (FLAT) or its distinct experts (EXPERT_MAJOR).  Rows of one token: bench_ht_token_rows. */
+uint64_t bench_ht_sent_rows(const bench_inputs_t *in, uint32_t layout, uint32_t rank, uint32_t n);
+uint32_t bench_ht_token_rows(const bench_inputs_t *in, uint32_t layout, uint32_t src,
+                             uint32_t token);
+
+/* Receive rows rank `rank` needs with n tokens per rank (FLAT: tokens received; EXPERT_MAJOR:
+ * the zones, each padded to a multiple of alignment). */
+uint64_t bench_ht_recv_rows(const bench_inputs_t *in, uint32_t layout, uint32_t alignment,
+                            uint32_t rank, uint32_t n);
+
+#define BENCH_HT_PAD UINT32_MAX /* bench_ht_map_t.src of an expert-major pad row */
+
+/*
+ * What one rank receives with n tokens per rank (ncclx/ep.h, "High throughput").  Row j comes
+ * from token src[j] = source rank * tokens + token (BENCH_HT_PAD: a zero pad row).  FLAT: one
+ * row per (token, destination rank) in (source rank, token) order; EXPERT_MAJOR: one row per
+ * (token, local expert), one zone per expert in expert order, each in (source rank, token)
+ * order and padded to a multiple of the alignment.
+ */
+typedef struct {
+    uint32_t rows;    /* rows delivered: FLAT tokens received, EXPERT_MAJOR padded total */
+    int64_t *counts;  /* [L]: FLAT rows that hit the expert; EXPERT_MAJOR its padded zone */
+    int64_t *offsets; /* [L + 1] EXPERT_MAJOR: first row of each zone, then rows; FLAT: 0 */
+    uint32_t *src;    /* [rows] */
+    int32_t *ids;     /* FLAT [rows, K]: the token's experts here (local ids) ascending, then -1 */
+    float *weights;   /* FLAT [rows, K]: their weights, then 0; EXPERT_MAJOR [rows]: the row's
+                         weight (0 on pads) */
+} bench_ht_map_t;
+
+int bench_ht_map_build(const bench_inputs_t *in, uint32_t layout, uint32_t alignment, uint32_t rank,
+                       uint32_t n, bench_ht_map_t *map);
+void bench_ht_map_free(bench_ht_map_t *map);
+
+/* What backward combine returns in out_topk_weights[token][k] when fed the forward receive
+ * weights: the entry's weight (0 for an entry outside [0, experts) or a repeated expert). */
+float bench_ht_weight_grad(const bench_inputs_t *in, uint32_t src, uint32_t token, uint32_t k);
+
+/* nccl_ep's symmetric bytes per rank for its intra-team buffers of the same config (row_bytes
+ * = hidden x element bytes, recv_rows = S); docs/performance.md gives the formula. */
+uint64_t bench_ht_nccl_ep_bytes(uint32_t ranks, uint32_t tokens, uint32_t experts,
+                                uint32_t recv_rows, size_t row_bytes);
+
 /* ---- the team (bench_team.c) ---- */
 
 typedef enum { BENCH_DISPATCH = 0, BENCH_COMBINE = 1, BENCH_NUM_OPS = 2 } bench_op_t;
@@ -101,8 +152,13 @@ typedef struct {
     ncclxEpHandle_t handle;
     cudaStream_t stream;
     void *topk_idx, *topk_weights, *tokens; /* inputs for the largest token count */
+    /* HT: out_tokens [S, hidden]; out_counts the layout query's INT64 expert counts [L],
+     * expert offsets [L + 1] and receive total [1]; out_topk_idx [S, K] INT32 (flat, forward);
+     * out_topk_weights flat [S, K], expert-major [S]: forward dispatch writes it, backward
+     * combine reads it (the gradients of the received weights). */
     void *out_tokens, *out_scales, *out_counts, *out_topk_idx, *out_topk_weights;
     void *expert_out, *out;
+    void *grad_weights;                    /* HT backward combine: out_topk_weights [T, K] */
     cudaGraphExec_t graphs[BENCH_NUM_OPS]; /* NULL: eager */
 } bench_rank_t;
 
@@ -114,7 +170,8 @@ typedef struct {
     uint32_t max_tokens;    /* T of the plan */
     uint32_t tokens;        /* n of the current configuration */
     int cuda_device;
-    uint32_t slabs, slab_rows; /* out_tokens [slabs, slab_rows, hidden] */
+    uint32_t slabs, slab_rows; /* out_tokens [slabs, slab_rows, hidden] (HT: [1, S, hidden]) */
+    uint32_t recv_rows;        /* HT: S, receive rows per rank */
     size_t out_row_bytes;      /* bytes of an out_tokens row */
     bench_rank_t *r;           /* [nlocal] */
     cudaStream_t timer;        /* common start of every timed operation */
@@ -163,6 +220,12 @@ int bench_team_capture(bench_team_t *t);
 /* 0 when every group's asynchronous error word is clear. */
 int bench_team_async_errors(bench_team_t *t);
 
+/* HT: enqueues local rank i's layout query (ncclxEpHandleGetLayout) into its out_counts. */
+int bench_team_layout(bench_team_t *t, uint32_t i);
+
+/* HT: symmetric bytes per rank of the bench's plan on this team (ncclxPlanComputeSizes). */
+int bench_team_symmetric_bytes(const bench_team_t *t, uint64_t *bytes);
+
 /* ---- checks (bench_check.c) ---- */
 
 /* Writes every local rank's expert_out (the rows combine will read) for n tokens. */
@@ -171,6 +234,14 @@ int bench_fill_expert_out(bench_team_t *t, const bench_inputs_t *in);
 /* Runs one dispatch + combine on outputs filled with a sentinel and counts the wrong elements
  * of every local rank (each rank's first is described on stderr). */
 int bench_check(bench_team_t *t, const bench_inputs_t *in, uint64_t *wrong);
+
+/* HT (bench_ht_check.c): writes every local rank's expert_out (identity experts: each
+ * received row as it is, pad rows zero) and, for a backward pass, the forward receive weights
+ * that backward combine takes as topk_weights. */
+int bench_ht_fill(bench_team_t *t, const bench_inputs_t *in);
+
+/* HT: as bench_check, plus the layout query's counts and total. */
+int bench_ht_check(bench_team_t *t, const bench_inputs_t *in, uint64_t *wrong);
 
 /* ---- timing (bench_time.c) ---- */
 

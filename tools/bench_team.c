@@ -51,7 +51,7 @@ static ncclxTensor_t bench_tensor(void *data, ncclxDataType_t dtype, uint32_t nd
 static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
 {
     *g = (ncclxEpGroupPlan_t)NCCLX_EP_GROUP_PLAN_INIT;
-    g->algorithm = NCCLX_EP_ALGO_LL;
+    g->algorithm = o->algo;
     g->num_experts = o->experts;
     g->max_topk = o->topk;
     g->hidden = o->hidden;
@@ -62,6 +62,11 @@ static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
     g->num_handles = 1;
     g->sm_budget = o->sm_budget;
     g->enable_mask = o->mask != 0;
+    if (o->algo == NCCLX_EP_ALGO_HT) {
+        g->layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+        g->max_recv_tokens_per_rank = o->recv;
+        g->expert_alignment = o->alignment;
+    }
     /* Ranks of a communicator may start an operation seconds apart (host-side checks, a
      * busy node); a loopback team starts together, and a lost signal should fail fast. */
     g->timeout_ns = (uint64_t)(o->timeout_s != 0 ? o->timeout_s
@@ -144,6 +149,28 @@ static int bench_copy_target(bench_team_t *t)
     return rc;
 }
 
+/* HT: inputs [T, ...], receive rows [S, ...] (bench.h says which call uses which). */
+static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
+{
+    const bench_options_t *o = &t->o;
+    const size_t T = o->tokens, H = o->hidden, K = o->topk, elt = bench_dtype_size(o->dtype);
+    const size_t S = t->recv_rows, L = t->local_experts;
+    const int flat = o->layout == NCCLX_EP_LAYOUT_FLAT, bwd = o->pass == NCCLX_EP_PASS_BACKWARD;
+    if (bench_alloc(&r->topk_idx, T * K * sizeof(int64_t), r->rank) != 0 ||
+        bench_alloc(&r->topk_weights, T * K * sizeof(float), r->rank) != 0 ||
+        bench_alloc(&r->tokens, T * H * elt, r->rank) != 0 ||
+        bench_alloc(&r->out_tokens, S * H * elt, r->rank) != 0 ||
+        bench_alloc(&r->out_counts, (2 * L + 2) * sizeof(int64_t), r->rank) != 0 ||
+        bench_alloc(&r->out_topk_idx, flat && !bwd ? S * K * sizeof(int32_t) : 0, r->rank) != 0 ||
+        bench_alloc(&r->out_topk_weights, (flat ? S * K : S) * sizeof(float), r->rank) != 0 ||
+        bench_alloc(&r->grad_weights, bwd ? T * K * sizeof(float) : 0, r->rank) != 0 ||
+        bench_alloc(&r->expert_out, S * H * elt, r->rank) != 0 ||
+        bench_alloc(&r->out, T * H * elt, r->rank) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
 static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
 {
     const bench_options_t *o = &t->o;
@@ -154,6 +181,9 @@ static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
     BENCH_NCCLX(ncclxEpGroupGet(r->ctx, 0, &r->group), "ncclxEpGroupGet", r->rank);
     BENCH_CUDA(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags", r->rank);
+    if (o->algo == NCCLX_EP_ALGO_HT) {
+        return bench_ht_rank_buffers(t, r);
+    }
     if (bench_alloc(&r->topk_idx, T * K * sizeof(int64_t), r->rank) != 0 ||
         bench_alloc(&r->topk_weights, T * K * sizeof(float), r->rank) != 0 ||
         bench_alloc(&r->tokens, T * H * elt, r->rank) != 0 ||
@@ -175,6 +205,7 @@ int bench_team_create(const bench_options_t *o, bench_team_t *t)
     ncclxEpGroupPlan_t group;
     const ncclxEpGroupPlan_t *groups[1] = {&group};
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    uint32_t rows_per_token = o->topk;
     memset(t, 0, sizeof(*t));
     t->o = *o;
     bench_group_plan(o, &group);
@@ -187,6 +218,14 @@ int bench_team_create(const bench_options_t *o, bench_team_t *t)
     t->local_experts = o->experts / t->ranks;
     t->slabs = o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? t->local_experts : t->ranks;
     t->slab_rows = o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? t->ranks * o->tokens : o->tokens;
+    if (o->algo == NCCLX_EP_ALGO_HT) { /* S as the plan resolves it */
+        t->recv_rows = o->recv != 0 ? o->recv : t->ranks * o->tokens;
+        t->slabs = 1;
+        t->slab_rows = t->recv_rows;
+        /* Rows one token sends: one per destination rank (flat) or per expert. */
+        rows_per_token =
+            o->layout == NCCLX_EP_LAYOUT_FLAT && t->ranks < o->topk ? t->ranks : o->topk;
+    }
     t->out_row_bytes =
         o->recipe == NCCLX_EP_RECIPE_FP8 ? o->hidden : o->hidden * bench_dtype_size(o->dtype);
     for (uint32_t i = 0; i < t->nlocal; i++) {
@@ -200,7 +239,7 @@ int bench_team_create(const bench_options_t *o, bench_team_t *t)
     }
     /* Roofline copies: the largest payload of every local rank (combine, all entries valid). */
     t->copy_bytes =
-        (size_t)t->nlocal * o->tokens * o->topk * o->hidden * bench_dtype_size(o->dtype);
+        (size_t)t->nlocal * o->tokens * rows_per_token * o->hidden * bench_dtype_size(o->dtype);
     if (bench_alloc(&t->copy_src, t->copy_bytes, 0) != 0 || bench_copy_target(t) != 0) {
         goto err_destroy;
     }
@@ -323,8 +362,61 @@ static int bench_combine(const bench_team_t *t, bench_rank_t *r)
     return 0;
 }
 
+/* A flat [S, K] or expert-major [S] FLOAT32 tensor of received weights. */
+static ncclxTensor_t bench_ht_recv_weights(const bench_team_t *t, void *data)
+{
+    if (t->o.layout == NCCLX_EP_LAYOUT_FLAT) {
+        return bench_tensor(data, NCCLX_FLOAT32, 2, t->recv_rows, t->o.topk, 0);
+    }
+    return bench_tensor(data, NCCLX_FLOAT32, 1, t->recv_rows, 0, 0);
+}
+
+/* Forward: tokens and weights in; rows, flat ids and weights (expert-major: one weight per row)
+ * out.  Backward: gradient rows only. */
+static int bench_ht_dispatch(const bench_team_t *t, bench_rank_t *r)
+{
+    ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
+    const bench_options_t *o = &t->o;
+    const int64_t n = t->tokens, S = t->recv_rows, H = o->hidden, K = o->topk;
+    a.recipe = NCCLX_EP_RECIPE_NONE;
+    a.pass = o->pass;
+    a.tokens = bench_tensor(r->tokens, o->dtype, 2, n, H, 0);
+    a.out_tokens = bench_tensor(r->out_tokens, o->dtype, 2, S, H, 0);
+    if (o->pass == NCCLX_EP_PASS_FORWARD) {
+        a.topk_weights = bench_tensor(r->topk_weights, NCCLX_FLOAT32, 2, n, K, 0);
+        a.out_topk_weights = bench_ht_recv_weights(t, r->out_topk_weights);
+        if (o->layout == NCCLX_EP_LAYOUT_FLAT) {
+            a.out_topk_idx = bench_tensor(r->out_topk_idx, NCCLX_INT32, 2, S, K, 0);
+        }
+    }
+    BENCH_NCCLX(ncclxEpDispatch(r->handle, &a, (ncclxStream_t)r->stream), "ncclxEpDispatch",
+                r->rank);
+    return 0;
+}
+
+/* Forward: the (already weighted) rows summed back.  Backward: also the received weights'
+ * gradients in, the tokens' top-k weight gradients out. */
+static int bench_ht_combine(const bench_team_t *t, bench_rank_t *r)
+{
+    ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
+    const bench_options_t *o = &t->o;
+    const int64_t n = t->tokens, H = o->hidden, K = o->topk;
+    a.pass = o->pass;
+    a.expert_out = bench_tensor(r->expert_out, o->dtype, 2, t->recv_rows, H, 0);
+    a.out = bench_tensor(r->out, o->dtype, 2, n, H, 0);
+    if (o->pass == NCCLX_EP_PASS_BACKWARD) {
+        a.topk_weights = bench_ht_recv_weights(t, r->out_topk_weights);
+        a.out_topk_weights = bench_tensor(r->grad_weights, NCCLX_FLOAT32, 2, n, K, 0);
+    }
+    BENCH_NCCLX(ncclxEpCombine(r->handle, &a, (ncclxStream_t)r->stream), "ncclxEpCombine", r->rank);
+    return 0;
+}
+
 static int bench_eager(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
 {
+    if (t->o.algo == NCCLX_EP_ALGO_HT) {
+        return op == BENCH_DISPATCH ? bench_ht_dispatch(t, r) : bench_ht_combine(t, r);
+    }
     return op == BENCH_DISPATCH ? bench_dispatch(t, r) : bench_combine(t, r);
 }
 
@@ -382,20 +474,62 @@ int bench_team_async_errors(bench_team_t *t)
         BENCH_NCCLX(ncclxEpGetAsyncError(t->r[i].group, &error), "ncclxEpGetAsyncError",
                     t->r[i].rank);
         if (error != 0) {
-            fprintf(stderr, "ncclx-bench: rank %u: the GPU reported error 0x%x%s%s\n", t->r[i].rank,
-                    error, (error & NCCLX_EP_ERROR_TIMEOUT) ? " (a wait timed out)" : "",
-                    (error & NCCLX_EP_ERROR_BAD_EXPERT) ? " (an expert id out of range)" : "");
+            fprintf(stderr, "ncclx-bench: rank %u: the GPU reported error 0x%x%s%s%s\n",
+                    t->r[i].rank, error,
+                    (error & NCCLX_EP_ERROR_TIMEOUT) ? " (a wait timed out)" : "",
+                    (error & NCCLX_EP_ERROR_BAD_EXPERT) ? " (an expert id out of range)" : "",
+                    (error & NCCLX_EP_ERROR_OVERFLOW)
+                        ? " (more receive rows than max_recv_tokens_per_rank: raise --recv)"
+                        : "");
             rc = -1;
         }
     }
     return rc;
 }
 
+int bench_team_layout(bench_team_t *t, uint32_t i)
+{
+    bench_rank_t *r = &t->r[i];
+    const int64_t L = t->local_experts;
+    int64_t *counts = r->out_counts;
+    ncclxEpLayoutInfo_t info = NCCLX_EP_LAYOUT_INFO_INIT;
+    info.expert_counts = bench_tensor(counts, NCCLX_INT64, 1, L, 0, 0);
+    if (t->o.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
+        info.expert_offsets = bench_tensor(counts + L, NCCLX_INT64, 1, L + 1, 0, 0);
+    }
+    info.recv_total = bench_tensor(counts + 2 * L + 1, NCCLX_INT64, 1, 1, 0, 0);
+    BENCH_NCCLX(ncclxEpHandleGetLayout(r->handle, &info, (ncclxStream_t)r->stream),
+                "ncclxEpHandleGetLayout", r->rank);
+    return 0;
+}
+
+int bench_team_symmetric_bytes(const bench_team_t *t, uint64_t *bytes)
+{
+    ncclxEpGroupPlan_t group;
+    const ncclxEpGroupPlan_t *groups[1] = {&group};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    bench_group_plan(&t->o, &group);
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    team.num_ranks = team.lsa_size = t->ranks; /* a loopback team: one node */
+    if (t->o.comm) {
+        ncclxContextInfo_t info = NCCLX_CONTEXT_INFO_INIT;
+        BENCH_NCCLX(ncclxContextGetInfo(t->r[0].ctx, &info), "ncclxContextGetInfo", -1);
+        team.num_nodes = (uint32_t)info.num_nodes;
+        team.lsa_size = (uint32_t)info.lsa_size;
+    }
+    BENCH_NCCLX(ncclxPlanComputeSizes(&plan, &team, &sizes), "ncclxPlanComputeSizes", -1);
+    *bytes = sizes.total[NCCLX_MEM_SYMMETRIC];
+    return 0;
+}
+
 static int bench_rank_destroy(bench_rank_t *r)
 {
     void *buffers[] = {r->topk_idx,   r->topk_weights, r->tokens,       r->out_tokens,
                        r->out_scales, r->out_counts,   r->out_topk_idx, r->out_topk_weights,
-                       r->expert_out, r->out};
+                       r->expert_out, r->out,          r->grad_weights};
     int rc = 0;
     ncclxResult_t res;
     bench_drop_graphs(r);

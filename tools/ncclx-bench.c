@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * ncclx-bench: EP low-latency dispatch and combine, timed, in an nccl-tests-style table.
- * Without a launcher it runs a loopback team of 8 ranks on one GPU; under srun/mpirun/prterun
- * (PMIX_RANK set) each process is one rank of a communicator from ncclxInit.  Every row also
- * times a device-to-device copy of the same bytes in the same run (the roofline) and, with
- * --check, compares one iteration with values computed on the host.
+ * ncclx-bench: EP dispatch and combine, low latency (LL, the default) or high throughput (HT,
+ * --algo ht), timed, in an nccl-tests-style table.  Without a launcher it runs a loopback team
+ * of 8 ranks on one GPU; under srun/mpirun/prterun (PMIX_RANK set) each process is one rank of
+ * a communicator from ncclxInit.  Every row also times a device-to-device copy of the same
+ * bytes in the same run (the roofline) and, with --check, compares one iteration with values
+ * computed on the host.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,17 +22,26 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ncclx-bench [options]\n"
-            "Times EP low-latency dispatch and combine (nccl-tests-style table).\n"
-            "  --algo ll           algorithm (only ll runs in this release)\n"
-            "  --layout L          expert (expert-major, default) or rank (rank-major)\n"
-            "  --tokens N          tokens per rank (128; with --sweep, the largest, 256)\n"
+            "Times EP dispatch and combine (nccl-tests-style table): low latency (ll) or high\n"
+            "throughput (ht).  Where they differ, defaults are given as ll / ht.\n"
+            "  --algo A            ll (default) or ht\n"
+            "  --layout L          ll: expert (expert-major, default) or rank (rank-major);\n"
+            "                      ht: flat (default) or expert (expert-major)\n"
+            "  --tokens N          tokens per rank (128 / 4096; ll --sweep: the largest, 256)\n"
             "  --hidden N          hidden size (7168)\n"
-            "  --topk N            top-k (8)\n"
+            "  --topk N            top-k (8; at most 16 / 32)\n"
             "  --experts N         global experts, divisible by the ranks (256)\n"
             "  --dtype T           bf16 (default), fp16 or fp32: tokens and expert outputs\n"
-            "  --recipe R          none (default) or fp8 (BF16 in, E4M3 + scales on the wire)\n"
-            "  --iters N           timed iterations (200)\n"
-            "  --warmup N          untimed iterations first (20)\n"
+            "  --recipe R          none (default) or fp8 (ll only: BF16 in, E4M3 + scales on\n"
+            "                      the wire)\n"
+            "  --pass P            ht: fwd (default) or bwd (backward dispatch and combine)\n"
+            "  --recv N            ht: receive rows per rank S (flat: the plan's default,\n"
+            "                      ranks x tokens; expert: the most any rank needs with this\n"
+            "                      routing, which --comm cannot know before init: give --recv)\n"
+            "  --alignment N       ht expert-major: each expert's rows padded to a multiple of N\n"
+            "                      (1)\n"
+            "  --iters N           timed iterations (200 / 50)\n"
+            "  --warmup N          untimed iterations first (20 / 10)\n"
             "  --graph             capture each rank's dispatch and combine in CUDA graphs\n"
             "  --loopback N        a loopback team of N ranks on one GPU (default: 8 when\n"
             "                      PMIX_RANK is unset)\n"
@@ -47,7 +57,7 @@ static void usage(FILE *out)
             "  --sm-budget N       blocks per data-moving kernel (default: the library's)\n"
             "  --peer-copy         roofline: copy to the next GPU (cudaMemcpyPeerAsync, over\n"
             "                      NVLink where there is one) instead of within this GPU\n"
-            "  --mask              plan the group with an active mask (the fault-tolerant\n"
+            "  --mask              ll: plan the group with an active mask (the fault-tolerant\n"
             "                      path: every wait and send checks the mask)\n"
             "  --help\n");
 }
@@ -87,7 +97,10 @@ static int parse_word(const char *name, const char *text, const char *const *nam
 
 static int parse_choice(int c, const char *arg, bench_options_t *o)
 {
-    static const char *const algos[] = {"ll", "ht"}, *const layouts[] = {"expert", "rank"};
+    static const char *const algos[] = {"ll", "ht"}, *const passes[] = {"fwd", "bwd"};
+    static const char *const layouts[] = {"expert", "rank", "flat"};
+    static const uint32_t layout_values[] = {NCCLX_EP_LAYOUT_EXPERT_MAJOR,
+                                             NCCLX_EP_LAYOUT_RANK_MAJOR, NCCLX_EP_LAYOUT_FLAT};
     static const char *const dtypes[] = {"bf16", "fp16", "fp32"}, *const recipes[] = {"none",
                                                                                       "fp8"};
     static const ncclxDataType_t dtype_values[] = {NCCLX_BFLOAT16, NCCLX_FLOAT16, NCCLX_FLOAT32};
@@ -97,17 +110,19 @@ static int parse_choice(int c, const char *arg, bench_options_t *o)
         if (!parse_word("algo", arg, algos, 2, &i)) {
             return 0;
         }
-        if (i == 1) {
-            fprintf(stderr, "ncclx-bench: --algo ht: the high-throughput algorithm is not "
-                            "implemented in this release; only --algo ll runs\n");
-            return 0;
-        }
+        o->algo = i == 0 ? NCCLX_EP_ALGO_LL : NCCLX_EP_ALGO_HT;
         return 1;
     case 'l':
-        if (!parse_word("layout", arg, layouts, 2, &i)) {
+        if (!parse_word("layout", arg, layouts, 3, &i)) {
             return 0;
         }
-        o->layout = i == 0 ? NCCLX_EP_LAYOUT_EXPERT_MAJOR : NCCLX_EP_LAYOUT_RANK_MAJOR;
+        o->layout = layout_values[i];
+        return 1;
+    case 'p':
+        if (!parse_word("pass", arg, passes, 2, &i)) {
+            return 0;
+        }
+        o->pass = i == 0 ? NCCLX_EP_PASS_FORWARD : NCCLX_EP_PASS_BACKWARD;
         return 1;
     case 'd':
         if (!parse_word("dtype", arg, dtypes, 3, &i)) {
@@ -133,9 +148,10 @@ static int parse_number(int c, const char *arg, bench_options_t *o)
         uint64_t min, max;
         uint32_t *target;
     } numbers[] = {
-        {'t', "tokens", 1, NCCLX_EP_MAX_LL_TOKENS_PER_RANK, &o->tokens},
+        /* tokens and topk: the HT bounds here, LL's in check_ll_options */
+        {'t', "tokens", 1, NCCLX_EP_MAX_HT_TOKENS_PER_RANK, &o->tokens},
         {'H', "hidden", 1, NCCLX_EP_MAX_HIDDEN, &o->hidden},
-        {'k', "topk", 1, NCCLX_EP_MAX_TOPK, &o->topk},
+        {'k', "topk", 1, NCCLX_EP_MAX_HT_TOPK, &o->topk},
         {'e', "experts", 1, NCCLX_EP_MAX_EXPERTS, &o->experts},
         {'i', "iters", 1, 1000000, &o->iters},
         {'w', "warmup", 0, 1000000, &o->warmup},
@@ -143,6 +159,8 @@ static int parse_number(int c, const char *arg, bench_options_t *o)
         {'D', "device", 0, 1023, &o->device},
         {'T', "timeout", 1, 3600, &o->timeout_s},
         {'B', "sm-budget", 0, NCCLX_EP_MAX_SM_BUDGET, &o->sm_budget},
+        {'R', "recv", 0, INT32_MAX, &o->recv},
+        {'A', "alignment", 1, NCCLX_EP_MAX_EXPERT_ALIGNMENT, &o->alignment},
     };
     uint64_t v;
     if (c == 's') {
@@ -160,14 +178,78 @@ static int parse_number(int c, const char *arg, bench_options_t *o)
     return 0;
 }
 
-/* Cross-option rules the library would otherwise report less directly. */
-static int check_options(bench_options_t *o, int tokens_given)
+/* Options given on the command line, whose defaults depend on --algo. */
+typedef struct {
+    int tokens, iters, warmup, pass, recv, alignment;
+} given_t;
+
+static int refuse(const char *what)
 {
-    if (o->sweep && !tokens_given) {
+    fprintf(stderr, "ncclx-bench: %s\n", what);
+    return 0;
+}
+
+static int check_ll_options(bench_options_t *o, const given_t *given)
+{
+    if (o->sweep && !given->tokens) {
         o->tokens = 256;
     }
+    if (o->layout == NCCLX_EP_LAYOUT_FLAT) {
+        return refuse("--layout flat is an HT layout (--algo ht); LL takes expert or rank");
+    }
+    if (given->pass || given->recv || given->alignment) {
+        return refuse("--pass, --recv and --alignment are HT options (--algo ht)");
+    }
+    if (o->tokens > NCCLX_EP_MAX_LL_TOKENS_PER_RANK) {
+        fprintf(stderr, "ncclx-bench: --tokens %u: --algo ll takes at most %u tokens per rank\n",
+                o->tokens, NCCLX_EP_MAX_LL_TOKENS_PER_RANK);
+        return 0;
+    }
+    if (o->topk > NCCLX_EP_MAX_TOPK) {
+        fprintf(stderr, "ncclx-bench: --topk %u: --algo ll takes at most top-%u\n", o->topk,
+                NCCLX_EP_MAX_TOPK);
+        return 0;
+    }
     if (o->recipe == NCCLX_EP_RECIPE_FP8 && o->dtype != NCCLX_BFLOAT16) {
-        fprintf(stderr, "ncclx-bench: --recipe fp8 takes --dtype bf16 tokens\n");
+        return refuse("--recipe fp8 takes --dtype bf16 tokens");
+    }
+    return 1;
+}
+
+/* HT defaults (DeepSeek-V3 prefill: 4096 tokens per rank) and the LL-only features. */
+static int check_ht_options(bench_options_t *o, const given_t *given)
+{
+    o->tokens = given->tokens ? o->tokens : 4096;
+    o->iters = given->iters ? o->iters : 50;
+    o->warmup = given->warmup ? o->warmup : 10;
+    if (o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {
+        return refuse("--layout rank is an LL layout; --algo ht takes flat or expert");
+    }
+    if (o->recipe == NCCLX_EP_RECIPE_FP8) {
+        return refuse("--recipe fp8 is LL only: HT moves tokens in their own dtype");
+    }
+    if (o->mask) {
+        return refuse("--mask is LL only: HT groups have no active mask");
+    }
+    if (o->alignment > 1 && o->layout == NCCLX_EP_LAYOUT_FLAT) {
+        return refuse("--alignment pads expert-major zones: use it with --layout expert");
+    }
+    if (o->comm && o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR && o->recv == 0) {
+        return refuse("--algo ht --layout expert with a communicator needs --recv N (receive "
+                      "rows per rank: ranks x tokens x topk + experts / ranks x (alignment - 1) "
+                      "always suffices)");
+    }
+    return 1;
+}
+
+/* Cross-option rules the library would otherwise report less directly. */
+static int check_options(bench_options_t *o, const given_t *given)
+{
+    const int ht = o->algo == NCCLX_EP_ALGO_HT;
+    if (o->layout == 0) {
+        o->layout = ht ? NCCLX_EP_LAYOUT_FLAT : NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    }
+    if (!(ht ? check_ht_options(o, given) : check_ll_options(o, given))) {
         return 0;
     }
     if (o->topk > o->experts) {
@@ -187,8 +269,11 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},    {"check", 0, NULL, 'c'},
         {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},      {"timeout", 1, NULL, 'T'},
         {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},      {"sm-budget", 1, NULL, 'B'},
-        {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'}, {NULL, 0, NULL, 0}};
-    int c, tokens_given = 0, ok = 1;
+        {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'}, {"pass", 1, NULL, 'p'},
+        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'}, {NULL, 0, NULL, 0}};
+    given_t given;
+    int c, ok = 1;
+    memset(&given, 0, sizeof(given));
     while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
@@ -203,10 +288,15 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         } else if (c == 'C' || c == 'L') { /* the last of --comm and --loopback wins */
             o->comm = c == 'C';
             ok = c == 'C' || parse_number(c, optarg, o);
-        } else if (c == 'a' || c == 'l' || c == 'd' || c == 'r') {
+        } else if (c == 'a' || c == 'l' || c == 'd' || c == 'r' || c == 'p') {
+            given.pass |= c == 'p';
             ok = parse_choice(c, optarg, o);
         } else if (c != '?') {
-            tokens_given |= c == 't';
+            given.tokens |= c == 't';
+            given.iters |= c == 'i';
+            given.warmup |= c == 'w';
+            given.recv |= c == 'R';
+            given.alignment |= c == 'A';
             ok = parse_number(c, optarg, o);
         } else {
             usage(stderr);
@@ -217,12 +307,46 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         fprintf(stderr, "ncclx-bench: unexpected argument '%s'\n", argv[optind]);
         return 0;
     }
-    return ok && check_options(o, tokens_given);
+    return ok && check_options(o, &given);
 }
 
-static void print_header(const bench_team_t *t)
+/* HT: the shape, S and what the plan costs next to nccl_ep. */
+static int print_ht_config(const bench_team_t *t)
 {
     const bench_options_t *o = &t->o;
+    const double mib = 1024.0 * 1024.0;
+    uint64_t ours, theirs;
+    if (bench_team_symmetric_bytes(t, &ours) != 0) {
+        return -1;
+    }
+    theirs =
+        bench_ht_nccl_ep_bytes(t->ranks, o->tokens, o->experts, t->recv_rows, t->out_row_bytes);
+    printf("# experts %u (%u per rank), hidden %u, top-k %u, layout %s, dtype %s, pass %s, "
+           "seed %" PRIu64 "\n",
+           o->experts, t->local_experts, o->hidden, o->topk,
+           o->layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major", bench_dtype_name(o->dtype),
+           o->pass == NCCLX_EP_PASS_BACKWARD ? "backward" : "forward", o->seed);
+    printf("# receive rows per rank S = %u (%s)", t->recv_rows,
+           o->recv == 0           ? "the plan's default, ranks x tokens"
+           : o->recv_from_routing ? "the most any rank needs with this routing, rounded up"
+                                  : "--recv");
+    if (o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
+        printf(", expert alignment %u", o->alignment);
+    }
+    printf("\n# symmetric memory per rank: %.1f MiB (nccl_ep's formula for this config: %.1f "
+           "MiB)\n",
+           (double)ours / mib, (double)theirs / mib);
+    if (ours > theirs) {
+        fprintf(stderr, "ncclx-bench: the plan's symmetric memory exceeds nccl_ep's for this "
+                        "config\n");
+    }
+    return 0;
+}
+
+static int print_header(const bench_team_t *t)
+{
+    const bench_options_t *o = &t->o;
+    const int ht = o->algo == NCCLX_EP_ALGO_HT;
     ncclxVersionInfo_t v;
     struct cudaDeviceProp prop;
     memset(&v, 0, sizeof(v));
@@ -231,7 +355,7 @@ static void print_header(const bench_team_t *t)
     if (cudaGetDeviceProperties(&prop, t->cuda_device) != cudaSuccess) {
         snprintf(prop.name, sizeof(prop.name), "unknown");
     }
-    printf("# ncclx-bench: EP low-latency dispatch and combine\n");
+    printf("# ncclx-bench: EP %s dispatch and combine\n", ht ? "high-throughput" : "low-latency");
     printf("# libncclx %d.%d.%d, NCCL %d.%d.%d, CUDA runtime %d.%d\n", v.ncclx / 10000,
            v.ncclx / 100 % 100, v.ncclx % 100, v.nccl / 10000, v.nccl / 100 % 100, v.nccl % 100,
            v.cuda_runtime / 1000, v.cuda_runtime % 1000 / 10);
@@ -243,17 +367,30 @@ static void print_header(const bench_team_t *t)
     } else {
         printf("# ranks: loopback team of %u on one GPU (ncclxLoopbackInit)\n", t->ranks);
     }
-    printf("# experts %u (%u per rank), hidden %u, top-k %u, layout %s-major, dtype %s, "
-           "recipe %s, seed %" PRIu64 "\n",
-           o->experts, t->local_experts, o->hidden, o->topk,
-           o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? "expert" : "rank",
-           bench_dtype_name(o->dtype), o->recipe == NCCLX_EP_RECIPE_FP8 ? "fp8" : "none", o->seed);
+    if (ht) {
+        if (print_ht_config(t) != 0) {
+            return -1;
+        }
+    } else {
+        printf("# experts %u (%u per rank), hidden %u, top-k %u, layout %s-major, dtype %s, "
+               "recipe %s, seed %" PRIu64 "\n",
+               o->experts, t->local_experts, o->hidden, o->topk,
+               o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? "expert" : "rank",
+               bench_dtype_name(o->dtype), o->recipe == NCCLX_EP_RECIPE_FP8 ? "fp8" : "none",
+               o->seed);
+    }
     printf("# %s; %u warm-up + %u timed iterations%s; time: common start event -> last rank's "
            "end event\n",
            o->graph ? "CUDA graphs (one per rank and operation)" : "eager calls", o->warmup,
            o->iters, o->no_gate ? " (no gate: includes host launch gaps)" : "");
-    printf("# bytes per rank: valid top-k entries x hidden x element bytes (FP8: 1 + 4/128); "
-           "GB/s = bytes / median\n");
+    if (ht) {
+        printf("# bytes per rank: rows sent x hidden x element bytes, one row per token and "
+               "destination %s; GB/s = bytes / median\n",
+               o->layout == NCCLX_EP_LAYOUT_FLAT ? "rank" : "expert");
+    } else {
+        printf("# bytes per rank: valid top-k entries x hidden x element bytes (FP8: 1 + 4/128); "
+               "GB/s = bytes / median\n");
+    }
     if (t->copy_device != t->cuda_device) {
         printf("# %%roof = time of a cudaMemcpyPeerAsync of the rank's bytes from GPU %d to GPU "
                "%d / median\n",
@@ -267,6 +404,7 @@ static void print_header(const bench_team_t *t)
            "med_us", "min_us", "max_us", "GB/s", "%roof", "bytes", "med_us", "min_us", "max_us",
            "GB/s", "%roof", "#wrong");
     fflush(stdout);
+    return 0;
 }
 
 typedef struct {
@@ -304,23 +442,29 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
                                                ? o->hidden + o->hidden / 128 * 4
                                                : (uint64_t)o->hidden * bench_dtype_size(o->dtype),
                                            (uint64_t)o->hidden * bench_dtype_size(o->dtype)};
+    const int ht = o->algo == NCCLX_EP_ALGO_HT;
     bench_row_t row;
     memset(&row, 0, sizeof(row));
-    if (bench_team_route(t, n) != 0 || (o->check && bench_fill_expert_out(t, in) != 0) ||
+    if (bench_team_route(t, n) != 0 ||
+        (o->check && (ht ? bench_ht_fill(t, in) : bench_fill_expert_out(t, in)) != 0) ||
         (o->graph && bench_team_capture(t) != 0) || bench_time_ops(t, row.stats) != 0) {
         return -1;
     }
     for (int op = 0; op < BENCH_NUM_OPS; op++) {
         uint64_t team = 0;
         for (uint32_t i = 0; i < t->nlocal; i++) {
-            team += bench_valid_entries(in, t->r[i].rank, n) * entry[op];
+            /* HT: rows sent (flat: per destination rank; expert-major: per expert) */
+            team += (ht ? bench_ht_sent_rows(in, o->layout, t->r[i].rank, n)
+                        : bench_valid_entries(in, t->r[i].rank, n)) *
+                    entry[op];
         }
         row.bytes[op] = team / t->nlocal;
         if (team > 0 && bench_time_copy(t, (size_t)team, &row.copy_us[op]) != 0) {
             return -1;
         }
     }
-    if (o->check && bench_check(t, in, &row.wrong) != 0) {
+    if (o->check &&
+        (ht ? bench_ht_check(t, in, &row.wrong) : bench_check(t, in, &row.wrong)) != 0) {
         return -1;
     }
     *wrong += row.wrong;
@@ -330,30 +474,80 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
     return 0;
 }
 
-static int run(const bench_options_t *o, uint64_t *wrong)
+/* HT expert-major without --recv (a loopback team, whose ranks are known before init): S = the
+ * most receive rows any rank needs with the seed's routing at the largest token count (fewer
+ * tokens need no more), rounded up to 256 rows. */
+static int resolve_recv(bench_options_t *o)
 {
+    bench_inputs_t in;
+    uint64_t most = 1;
+    if (o->algo != NCCLX_EP_ALGO_HT || o->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR || o->recv != 0 ||
+        o->comm || o->experts % o->loopback != 0) { /* the library names a bad team */
+        return 0;
+    }
+    if (bench_inputs_make(o, o->loopback, &in) != 0) {
+        return -1;
+    }
+    for (uint32_t r = 0; r < o->loopback && most != UINT64_MAX; r++) {
+        uint64_t rows = bench_ht_recv_rows(&in, o->layout, o->alignment, r, o->tokens);
+        most = rows > most ? rows : most;
+    }
+    bench_inputs_free(&in);
+    most = most == UINT64_MAX ? most : (most + 255) / 256 * 256;
+    if (most > INT32_MAX) {
+        fprintf(stderr, "ncclx-bench: cannot size the expert-major receive rows; give --recv\n");
+        return -1;
+    }
+    o->recv = (uint32_t)most;
+    o->recv_from_routing = 1;
+    return 0;
+}
+
+/* HT: every rank's receive rows fit in S (under the plan's TRAP policy an overflow fails the
+ * run on the GPU; this says it first, with the numbers). */
+static int check_recv(const bench_team_t *t, const bench_inputs_t *in)
+{
+    for (uint32_t r = 0; t->o.algo == NCCLX_EP_ALGO_HT && r < t->ranks; r++) {
+        uint64_t rows = bench_ht_recv_rows(in, t->o.layout, t->o.alignment, r, t->max_tokens);
+        if (rows > t->recv_rows) {
+            fprintf(stderr,
+                    "ncclx-bench: rank %u needs %" PRIu64 " receive rows with this "
+                    "routing, more than S = %u (--recv)\n",
+                    r, rows, t->recv_rows);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int run(const bench_options_t *options, uint64_t *wrong)
+{
+    bench_options_t o = *options;
     bench_team_t t;
     bench_inputs_t in;
     int rc, leader;
-    if (bench_team_create(o, &t) != 0) {
+    if (resolve_recv(&o) != 0 || bench_team_create(&o, &t) != 0) {
         return -1;
     }
-    rc = bench_inputs_make(o, t.ranks, &in);
+    rc = bench_inputs_make(&o, t.ranks, &in);
     if (rc != 0) {
         (void)bench_team_destroy(&t);
         return -1;
     }
     rc = bench_team_upload(&t, &in);
+    if (rc == 0) {
+        rc = check_recv(&t, &in);
+    }
     leader = t.r[0].rank == 0;
     if (rc == 0 && leader) {
-        print_header(&t);
+        rc = print_header(&t);
     }
-    for (uint32_t n = o->sweep ? 1 : o->tokens; rc == 0;) {
+    for (uint32_t n = o.sweep ? 1 : o.tokens; rc == 0;) {
         rc = run_row(&t, &in, n, leader, wrong);
-        if (n >= o->tokens) {
+        if (n >= o.tokens) {
             break;
         }
-        n = n * 2 < o->tokens ? n * 2 : o->tokens; /* 1, 2, 4, ..., then --tokens itself */
+        n = n * 2 < o.tokens ? n * 2 : o.tokens; /* 1, 2, 4, ..., then --tokens itself */
     }
     bench_inputs_free(&in);
     if (bench_team_destroy(&t) != 0) {
@@ -370,7 +564,10 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     o.comm = getenv("PMIX_RANK") != NULL; /* under a launcher: one rank per process */
     o.loopback = 8;
-    o.layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    o.algo = NCCLX_EP_ALGO_LL;
+    o.layout = 0; /* LL: expert-major, HT: flat (check_options) */
+    o.pass = NCCLX_EP_PASS_FORWARD;
+    o.alignment = 1;
     o.tokens = 128;
     o.hidden = 7168;
     o.topk = 8;

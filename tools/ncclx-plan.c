@@ -2,9 +2,10 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
- * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  HT groups (--ht-tokens)
- * and M2N staging (--m2n) are planned: the library refuses them in this release, and so does
- * this tool, with the library's message.
+ * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  An HT group
+ * (--ht-tokens) runs inside one load/store team: on a team of several (lsa < ranks) the library
+ * refuses it in this release, as it refuses M2N staging (--m2n), and so does this tool, with
+ * the library's message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,9 +33,10 @@ static void usage(FILE *out)
             "  --hidden N       hidden size (7168)\n"
             "  --topk N         top-k (8)\n"
             "  --ll-tokens N    LL tokens per rank, 0 = no LL group (128)\n"
-            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (0; HT is planned, not\n"
-            "                   implemented in this release: a nonzero value is refused)\n"
-            "  --ht-recv N      HT receive slots per rank (0 = ranks * ht-tokens, the worst case)\n"
+            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (0; HT runs inside one\n"
+            "                   load/store team: refused when nodes > 1, as lsa = ranks / nodes)\n"
+            "  --ht-recv N      HT receive rows per rank (0 = ranks * ht-tokens, the worst case;\n"
+            "                   at most 2^31-1)\n"
             "  --handles N      handles per group (4)\n"
             "  --ranks N        ranks; default: a sweep over 8, 16, 32, 64\n"
             "  --nodes N        nodes (ranks / 8, at least 1)\n"

@@ -12,6 +12,14 @@ handle outside the timed region.  Times come from CUDA events around each operat
 min, max over the timed iterations), bytes are counted as ncclx-bench counts them (valid
 top-k entries x hidden x element bytes), and the roofline is a device-to-device copy of the
 same bytes timed the same way.  Needs only python3 and torch.
+
+--ht is the stand-in for ncclx-bench --algo ht (4096 tokens, 50 + 10 iterations by default):
+  dispatch = index_select of the token rows into one row per (token, destination rank) pair,
+             ordered by (rank, token), the ranks being --ranks owners of experts / ranks
+             experts each (--layout expert: one row per (token, expert), by expert then token);
+  combine  = index_add_ of those rows, unweighted (HT rows come back already weighted), into
+             [tokens, hidden];
+bytes = rows x hidden x element bytes, as ncclx-bench --algo ht counts its rows.
 """
 import argparse
 import statistics
@@ -24,20 +32,36 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tokens", type=int, default=128, help="tokens (128; --sweep: the largest)")
+    p.add_argument("--tokens", type=int, default=None,
+                   help="tokens (128, --ht 4096; --sweep: the largest)")
     p.add_argument("--hidden", type=int, default=7168)
     p.add_argument("--topk", type=int, default=8)
     p.add_argument("--experts", type=int, default=256)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    p.add_argument("--iters", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--iters", type=int, default=None, help="timed iterations (200, --ht 50)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed iterations (20, --ht 10)")
     p.add_argument("--graph", action="store_true", help="replay each operation from a CUDA graph")
     p.add_argument("--sweep", action="store_true", help="tokens 1, 2, 4, ... up to --tokens")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--ht", action="store_true",
+                   help="stand-in for ncclx-bench --algo ht: rows per (token, destination rank)")
+    p.add_argument("--layout", choices=("flat", "expert"), default=None,
+                   help="--ht rows: flat (per destination rank, default) or expert")
+    p.add_argument("--ranks", type=int, default=None,
+                   help="--ht: destination ranks of the flat rows (8)")
     args = p.parse_args()
+    if not args.ht and (args.layout is not None or args.ranks is not None):
+        p.error("--layout and --ranks go with --ht")
+    args.tokens = args.tokens if args.tokens is not None else 4096 if args.ht else 128
+    args.iters = args.iters if args.iters is not None else 50 if args.ht else 200
+    args.warmup = args.warmup if args.warmup is not None else 10 if args.ht else 20
+    args.layout = args.layout or "flat"
+    args.ranks = args.ranks if args.ranks is not None else 8
     if args.topk > args.experts or min(args.tokens, args.hidden, args.topk, args.iters) < 1:
         p.error("need 1 <= topk <= experts and positive tokens, hidden, iters")
+    if args.ht and (args.ranks < 1 or args.experts % args.ranks != 0):
+        p.error("--ht needs experts divisible by ranks >= 1")
     return args
 
 
@@ -73,14 +97,29 @@ def time_copy(nbytes, iters, warmup, device):
     return time_op(lambda: dst.copy_(src), iters, warmup, False)[0]
 
 
-def run_row(args, tokens, device):
+def make_inputs(args, tokens, device):
+    """Top-k distinct experts per token, uniform; weights in [0.05, 1); tokens in [-2, 2)."""
     dtype = DTYPES[args.dtype]
     gen = torch.Generator(device="cpu").manual_seed(args.seed)
-    # Top-k distinct experts per token, uniform; weights in [0.05, 1).
     topk_idx = torch.rand(tokens, args.experts, generator=gen).argsort(dim=1)[:, : args.topk]
     weights = 0.05 + 0.95 * torch.rand(tokens, args.topk, generator=gen)
     x = (torch.randint(-128, 128, (tokens, args.hidden), generator=gen) / 64.0).to(dtype)
-    topk_idx, weights, x = topk_idx.to(device), weights.to(device), x.to(device)
+    return topk_idx.to(device), weights.to(device), x.to(device)
+
+
+def time_row(args, nbytes, ops, device):
+    """The table's timing columns of dispatch and combine, each with its copy roofline."""
+    row = []
+    for fn in ops:
+        med, lo, hi = time_op(fn, args.iters, args.warmup, args.graph)
+        copy = time_copy(nbytes, args.iters, args.warmup, device)
+        row += [nbytes, med, lo, hi, nbytes / (med * 1e3), copy / med * 100.0]
+    return row
+
+
+def run_row(args, tokens, device):
+    dtype = DTYPES[args.dtype]
+    topk_idx, weights, x = make_inputs(args, tokens, device)
 
     # Routing, untimed: the (token, expert) pairs in expert-major order.
     order = torch.argsort(topk_idx.flatten(), stable=True)
@@ -107,13 +146,47 @@ def run_row(args, tokens, device):
     wrong = int((out.float() - want).abs().gt(tol * want.abs() + 1e-6).sum().item())
 
     nbytes = tokens * args.topk * args.hidden * x.element_size()
-    row = [tokens]
-    for fn in (dispatch, combine):
-        med, lo, hi = time_op(fn, args.iters, args.warmup, args.graph)
-        copy = time_copy(nbytes, args.iters, args.warmup, device)
-        row += [nbytes, med, lo, hi, nbytes / (med * 1e3), copy / med * 100.0]
-    row.append(wrong)
-    return row
+    return [tokens] + time_row(args, nbytes, (dispatch, combine), device) + [wrong]
+
+
+def ht_rows(args, topk_idx, tokens):
+    """Source token of each row, and the rows of each token (untimed routing)."""
+    if args.layout == "expert":
+        order = torch.argsort(topk_idx.flatten(), stable=True)  # by expert, then token
+        return order // args.topk, torch.full((tokens,), args.topk, device=topk_idx.device)
+    dest = topk_idx // (args.experts // args.ranks)
+    hit = torch.zeros(tokens, args.ranks, dtype=torch.bool, device=topk_idx.device)
+    hit.scatter_(1, dest, True)
+    pairs = hit.t().nonzero()  # (rank, token), by rank, then token
+    return pairs[:, 1].contiguous(), hit.sum(dim=1)
+
+
+def run_row_ht(args, tokens, device):
+    dtype = DTYPES[args.dtype]
+    topk_idx, _, x = make_inputs(args, tokens, device)
+    pair_token, per_token = ht_rows(args, topk_idx, tokens)
+    recv = torch.empty(pair_token.numel(), args.hidden, dtype=dtype, device=device)
+    out = torch.empty(tokens, args.hidden, dtype=dtype, device=device)
+
+    def dispatch():
+        torch.index_select(x, 0, pair_token, out=recv)
+
+    def combine():
+        out.zero_()
+        out.index_add_(0, pair_token, recv)
+
+    dispatch()
+    combine()
+    torch.cuda.synchronize()
+    # Identity experts: combine(dispatch(x)) = x * (rows of the token).  Every term has the
+    # sign of x, so one rounding per addition in dtype bounds the error.
+    want = x.float() * per_token.float().unsqueeze(1)
+    unit = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}[dtype]
+    tol = (args.topk + 2) * unit
+    wrong = int((out.float() - want).abs().gt(tol * want.abs() + 1e-6).sum().item())
+
+    nbytes = pair_token.numel() * args.hidden * x.element_size()
+    return [tokens] + time_row(args, nbytes, (dispatch, combine), device) + [wrong]
 
 
 def main():
@@ -123,15 +196,28 @@ def main():
     device = torch.device("cuda", args.device)
     torch.cuda.set_device(device)
     props = torch.cuda.get_device_properties(device)
-    print("# torch_baseline: index_select dispatch, index_add_ combine, one rank, one GPU")
+    flat = args.layout == "flat"
+    if args.ht:
+        print("# torch_baseline: HT stand-in, index_select dispatch into one row per (token, "
+              f"{'destination rank' if flat else 'expert'}), index_add_ combine, one GPU")
+    else:
+        print("# torch_baseline: index_select dispatch, index_add_ combine, one rank, one GPU")
     print(f"# torch {torch.__version__}, CUDA {torch.version.cuda}, GPU {args.device}: "
           f"{props.name}, {props.multi_processor_count} SMs")
+    shape = ""
+    if args.ht:
+        shape = ", layout flat, %d destination ranks" % args.ranks if flat else ", expert-major"
     print(f"# experts {args.experts}, hidden {args.hidden}, top-k {args.topk}, "
-          f"dtype {args.dtype}, seed {args.seed}")
+          f"dtype {args.dtype}, seed {args.seed}{shape}")
     print(f"# {'CUDA graphs' if args.graph else 'eager'}; {args.warmup} warm-up + "
           f"{args.iters} timed iterations; CUDA events around each operation")
-    print("# bytes: tokens x top-k x hidden x element bytes; GB/s = bytes / median; "
-          "%roof = device-to-device copy of the bytes / median")
+    if args.ht:
+        print("# bytes: rows x hidden x element bytes, one row per token and destination "
+              f"{'rank' if flat else 'expert'}; GB/s = bytes / median; "
+              "%roof = device-to-device copy of the bytes / median")
+    else:
+        print("# bytes: tokens x top-k x hidden x element bytes; GB/s = bytes / median; "
+              "%roof = device-to-device copy of the bytes / median")
     print("#")
     print(f"#{'dispatch':>42}{'combine':>58}")
     hdr = ("tokens", "bytes", "med_us", "min_us", "max_us", "GB/s", "%roof")
@@ -146,7 +232,7 @@ def main():
         counts.append(args.tokens)
     wrong = 0
     for tokens in counts:
-        r = run_row(args, tokens, device)
+        r = run_row_ht(args, tokens, device) if args.ht else run_row(args, tokens, device)
         wrong += r[-1]
         print("  %6u  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %7u"
               % tuple(r), flush=True)

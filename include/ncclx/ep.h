@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Mixture-of-Experts dispatch and combine, low-latency (LL) algorithm.
+ * Mixture-of-Experts dispatch and combine: the low-latency (LL) algorithm, described first,
+ * and the high-throughput (HT) algorithm, described before ncclxEpHandleGetLayout below.
  *
  * A group (declared in the plan) spans every rank of the context; experts are numbered
  * globally, rank r owns experts [r * L, (r + 1) * L) with L = num_experts / num_ranks.  A
@@ -72,6 +73,11 @@ typedef struct ncclxEpHandle *ncclxEpHandle_t;
 #define NCCLX_MAGIC_EP_HANDLE_CONFIG 0x6e786863u /* 'nxhc' */
 #define NCCLX_MAGIC_EP_DISPATCH_ARGS 0x6e786461u /* 'nxda' */
 #define NCCLX_MAGIC_EP_COMBINE_ARGS  0x6e786361u /* 'nxca' */
+#define NCCLX_MAGIC_EP_LAYOUT_INFO   0x6e786c69u /* 'nxli' */
+
+/** Direction of an HT dispatch or combine (ncclxEpDispatchArgs_t.pass, ...CombineArgs_t.pass). */
+#define NCCLX_EP_PASS_FORWARD  0u
+#define NCCLX_EP_PASS_BACKWARD 1u
 
 #define NCCLX_TENSOR_MAX_DIMS 4
 
@@ -99,7 +105,8 @@ typedef struct {
     NCCLX_STRUCT_HEADER;
     uint32_t layout;            /**< one NCCLX_EP_LAYOUT_* the group's plan allows */
     uint32_t topk;              /**< K, 1 .. the group's max_topk */
-    uint32_t global_expert_ids; /**< RANK_MAJOR out_topk_idx: 1 global ids, 0 local (e - r*L) */
+    uint32_t global_expert_ids; /**< RANK_MAJOR (LL) and FLAT (HT) out_topk_idx: 1 global ids,
+                                     0 local (e - r*L) */
     uint32_t reserved0;
 } ncclxEpHandleConfig_t;
 
@@ -144,6 +151,9 @@ typedef struct {
                                      per source rank */
     ncclxTensor_t out_topk_idx; /**< RANK_MAJOR: [R, T, K] INT32 or INT64 */
     ncclxTensor_t out_topk_weights; /**< RANK_MAJOR: [R, T, K] FLOAT32 */
+    /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults). */
+    uint32_t pass; /**< HT: NCCLX_EP_PASS_FORWARD (default) or _BACKWARD; LL: forward only */
+    uint32_t reserved1;
 } ncclxEpDispatchArgs_t;
 
 #define NCCLX_EP_DISPATCH_ARGS_INIT                                                     \
@@ -151,7 +161,7 @@ typedef struct {
         NCCLX_STRUCT_HEADER_INIT(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS),  \
             NCCLX_EP_RECIPE_NONE, 0, 0, 0, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT,        \
             NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, \
-            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                                        \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_EP_PASS_FORWARD, 0              \
     }
 
 /** Dispatches the handle's tokens; with send_only, ncclxEpComplete finishes it. */
@@ -166,12 +176,18 @@ typedef struct {
                                      rows are 16-byte multiples (hidden x element bytes) */
     ncclxTensor_t topk_weights; /**< EXPERT_MAJOR: [num_tokens, K] FLOAT32 */
     ncclxTensor_t out;          /**< [num_tokens, hidden], expert_out's dtype */
+    /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults). */
+    uint32_t pass; /**< HT: NCCLX_EP_PASS_FORWARD (default) or _BACKWARD; LL: forward only */
+    uint32_t reserved1;
+    ncclxTensor_t out_topk_weights; /**< HT backward: [num_tokens, K] FLOAT32, the gradient of
+                                         the token's top-k weights */
 } ncclxEpCombineArgs_t;
 
-#define NCCLX_EP_COMBINE_ARGS_INIT                                                         \
-    {                                                                                      \
-        NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0, \
-            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                        \
+#define NCCLX_EP_COMBINE_ARGS_INIT                                                             \
+    {                                                                                          \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0,     \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_EP_PASS_FORWARD, 0, \
+            NCCLX_TENSOR_INIT                                                                  \
     }
 
 /** Combines the experts' outputs of the handle's last dispatch back into out. */
@@ -183,6 +199,74 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t handle, const ncclxEpCombineArgs_t 
  * order.  One send may be in flight per group.
  */
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t handle, ncclxStream_t stream);
+
+/*
+ * High throughput (HT): groups planned with NCCLX_EP_ALGO_HT, for thousands of tokens per
+ * rank (training, prefill), inside one load/store team (every rank reachable by NVLink, or a
+ * loopback team).  docs/ep-ht.md describes the algorithm and every protocol word.
+ *
+ * The routing is computed once per ncclxEpHandleCreate / ncclxEpHandleUpdate, on the GPU and
+ * capturable: every rank publishes one bit per (token, expert), the ranks exchange those maps
+ * and each computes, by prefix counts, the final receive row of each of its tokens at every
+ * destination.  S = max_recv_tokens_per_rank (0 in the plan: R * T) receive rows per rank.
+ * Layouts (the handle's config.layout):
+ *  - FLAT: one row per (token, destination rank) pair, however many of the rank's experts the
+ *    token hits, ordered by (source rank, source token).  Dispatch writes out_tokens [S,
+ *    hidden], out_topk_idx [S, K] (INT32 or INT64: the token's experts on this rank, ascending,
+ *    local or global ids per config.global_expert_ids, then -1) and out_topk_weights [S, K]
+ *    (their weights, then 0).
+ *  - EXPERT_MAJOR: one row per (token, local expert) pair, in one zone per local expert (in
+ *    expert order), each zone ordered by (source rank, source token) and padded with zero rows
+ *    to a multiple of expert_alignment (an expert with no tokens takes no rows).  Dispatch
+ *    writes out_tokens [S, hidden] and out_topk_weights [S] (the row's weight, 0 on pad rows);
+ *    out_topk_idx must be absent.
+ * Rows past the received rows are left untouched.  ncclxEpHandleGetLayout gives the counts.
+ * A token that lists one expert twice goes to it once, with the weight of the first listing.
+ *
+ * Forward dispatch takes tokens [num_tokens, hidden] (BF16/FP16/FP32 with RECIPE_NONE; any
+ * dtype with 16-byte rows plus scales with RECIPE_QUANT_FWD, both forwarded as bytes) and
+ * topk_weights [num_tokens, K] FLOAT32.  Forward combine takes expert_out [S, hidden] (one row
+ * per received row, weights already applied by the caller) and returns out[t] = the sum of
+ * the token's rows over its destination ranks in rank order (EXPERT_MAJOR: over its experts in
+ * expert order), accumulated in FP32 and rounded once: deterministic, bitwise.  A token with no
+ * destination gets a zero row.  Backward dispatch scatters gradients [num_tokens, hidden] into
+ * the forward rows (no weights); backward combine also takes topk_weights = the gradient of the
+ * received weights (FLAT [S, K], EXPERT_MAJOR [S]) and returns out_topk_weights [num_tokens, K]:
+ * each top-k entry's gradient (0 for -1 entries, repeated experts after the first, and dropped
+ * rows).
+ *
+ * Overflow: a routing that needs more than S rows on a rank is, per the group's
+ * overflow_policy, TRAP: NCCLX_EP_ERROR_OVERFLOW is reported and the group's next call fails
+ * with ncclxInvalidUsage naming the overflow (the GPU never writes past S rows meanwhile), or
+ * DROP: rows past S are not delivered (the last source ranks' last tokens), counts and
+ * offsets are clamped to S, the total reports the true number, and a dropped (token, rank) or
+ * (token, expert) contributes 0 to combine.
+ * send_only, ncclxEpComplete and the active mask are LL features (refused on HT groups).
+ */
+
+/** Where ncclxEpHandleGetLayout writes (every tensor optional, one device tensor each; INT32 or
+ *  INT64, all present ones of one dtype). */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t reserved0, reserved1;
+    ncclxTensor_t expert_counts;  /**< [>= L]: rows per local expert (FLAT: received rows
+                                       that hit it; EXPERT_MAJOR: its zone, padded), clamped */
+    ncclxTensor_t expert_offsets; /**< EXPERT_MAJOR [>= L]: first row of each zone (clamped to
+                                       S); [L] = the padded total when L + 1 entries */
+    ncclxTensor_t recv_total;     /**< [>= 1]: rows the routing needs before any drop (FLAT:
+                                       tokens received; EXPERT_MAJOR: padded rows) */
+} ncclxEpLayoutInfo_t;
+
+#define NCCLX_EP_LAYOUT_INFO_INIT                                                        \
+    {                                                                                    \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO), 0, 0, \
+            NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                      \
+    }
+
+/** HT: writes the handle's receive layout (its last routing) into info's tensors, in stream
+ *  order, with no host synchronization: capturable. */
+ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayoutInfo_t *info,
+                                     ncclxStream_t stream);
 
 /**
  * A loopback team: num_ranks ranks of one job emulated on one GPU in this process, each a
@@ -268,6 +352,9 @@ ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t group, ncclxStream_t stream);
 /** A peer's operation did not match this rank's (top-k, layout, recipe or dtype differ, or a
  *  message carried the wrong sequence tag): its data was dropped, not read. */
 #define NCCLX_EP_ERROR_MISMATCH 0x4u
+/** HT: a routing needed more receive rows than max_recv_tokens_per_rank under the TRAP
+ *  policy (the rows past the budget were not delivered). */
+#define NCCLX_EP_ERROR_OVERFLOW 0x10u
 /** This rank was masked out by a peer (it was late past the group's timeout): it exchanges
  *  nothing until ncclxEpMaskClean re-admits it. */
 #define NCCLX_EP_ERROR_EVICTED 0x8u

@@ -44,7 +44,8 @@ typedef enum {
 /** EP algorithms. */
 typedef enum {
     NCCLX_EP_ALGO_LL = 1, /**< low latency: small batches, direct all-to-all */
-    NCCLX_EP_ALGO_HT = 2  /**< high throughput (planned: refused with ncclxUnsupported today) */
+    NCCLX_EP_ALGO_HT = 2  /**< high throughput: large batches, routed at handle update (one
+                               load/store team: team.lsa_size == team.num_ranks) */
 } ncclxEpAlgorithm_t;
 
 /** EP output layouts (bit set). */
@@ -60,7 +61,8 @@ typedef enum {
 
 /** Bounds checked by plan validation. */
 #define NCCLX_EP_MAX_EXPERTS            4096u
-#define NCCLX_EP_MAX_TOPK               16u
+#define NCCLX_EP_MAX_TOPK               16u /**< LL groups */
+#define NCCLX_EP_MAX_HT_TOPK            32u /**< HT groups */
 #define NCCLX_EP_MAX_HIDDEN             65536u
 #define NCCLX_EP_MAX_LL_TOKENS_PER_RANK 1024u
 #define NCCLX_EP_MAX_HT_TOKENS_PER_RANK 1048576u
@@ -72,6 +74,11 @@ typedef enum {
 #define NCCLX_EP_MAX_LL_RANKS           1024u /**< an LL group spans one load/store domain */
 #define NCCLX_DEFAULT_TIMEOUT_NS        100000000000ull /**< 100 s */
 
+/** HT receive overflow policy (ncclxEpGroupPlan_t.overflow_policy): what happens to the
+ *  tokens of a routing that needs more than max_recv_tokens_per_rank receive rows. */
+#define NCCLX_EP_OVERFLOW_TRAP 0u /**< report NCCLX_EP_ERROR_OVERFLOW; the next call fails */
+#define NCCLX_EP_OVERFLOW_DROP 1u /**< drop the rows past the budget (the total says how many) */
+
 /**
  * One EP group: bounds that size its buffers.  Every later call on the group is checked
  * against these bounds.
@@ -80,7 +87,8 @@ typedef struct {
     NCCLX_STRUCT_HEADER;
     ncclxEpAlgorithm_t algorithm;          /**< NCCLX_EP_ALGO_LL or _HT */
     uint32_t num_experts;                  /**< global experts; divisible by the number of ranks */
-    uint32_t max_topk;                     /**< largest top-k a handle may use, 1..16 */
+    uint32_t max_topk;                     /**< largest top-k a handle may use: 1..16 (LL),
+                                                1..32 (HT) */
     uint32_t hidden;                       /**< hidden size (elements per token row) */
     uint32_t token_dtypes;                 /**< NCCLX_DTYPE_BIT set of token dtypes to support */
     uint32_t layouts;                      /**< NCCLX_EP_LAYOUT_* set */
@@ -94,13 +102,16 @@ typedef struct {
     uint32_t num_handles;                  /**< handles the group may hold at once, >= 1 */
     uint32_t sm_budget;                    /**< SMs the group's kernels may use; 0 = automatic */
     uint64_t timeout_ns;                   /**< GPU wait timeout; 0 = NCCLX_DEFAULT_TIMEOUT_NS */
+    /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults below). */
+    uint32_t overflow_policy; /**< HT: NCCLX_EP_OVERFLOW_TRAP (default) or _DROP */
+    uint32_t reserved1;
 } ncclxEpGroupPlan_t;
 
 #define NCCLX_EP_GROUP_PLAN_INIT                                                                   \
     {                                                                                              \
         NCCLX_STRUCT_HEADER_INIT(ncclxEpGroupPlan_t, NCCLX_MAGIC_EP_GROUP_PLAN), NCCLX_EP_ALGO_LL, \
             0, 1, 0, NCCLX_DTYPE_BIT(NCCLX_BFLOAT16), NCCLX_EP_LAYOUT_EXPERT_MAJOR,                \
-            NCCLX_EP_RECIPE_NONE, 0, 0, 0, 0, 0, 0, 1, 0, 0                                        \
+            NCCLX_EP_RECIPE_NONE, 0, 0, 0, 0, 0, 0, 1, 0, 0, NCCLX_EP_OVERFLOW_TRAP, 0             \
     }
 
 /** The whole plan. */
@@ -162,8 +173,8 @@ typedef struct {
 /**
  * Checks every field of plan against team.  Returns ncclxInvalidArgument naming the first bad
  * field (ncclxGetLastError()), ncclxUnsupported for a valid plan that asks for what this
- * release does not implement (an HT group, a nonzero m2n_staging_bytes), ncclxSuccess
- * otherwise.
+ * release does not implement (an HT group on a team spanning several load/store domains, a
+ * nonzero m2n_staging_bytes), ncclxSuccess otherwise.
  */
 ncclxResult_t ncclxPlanValidate(const ncclxPlan_t *plan, const ncclxTeam_t *team);
 

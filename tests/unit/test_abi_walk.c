@@ -61,6 +61,8 @@ static struct {
     fixture_t plan;
     ncclx_ep_group_t group;
     ncclx_ep_handle_t handle;
+    ncclx_ep_group_t ht_group;   /* an HT group (ncclxEpHandleGetLayout takes HT handles) */
+    ncclx_ep_handle_t ht_handle; /* routed, expert-major */
     struct ncclxContext *ctx;
     FILE *sink;
 } abi;
@@ -86,6 +88,23 @@ static void abi_setup_ep(void)
     abi.handle.desc.num_tokens = 8;
     abi.handle.desc.topk = 2;
     abi.handle.desc.expert_major = 1;
+
+    g.algorithm = NCCLX_EP_ALGO_HT;
+    g.layouts = NCCLX_EP_LAYOUT_EXPERT_MAJOR | NCCLX_EP_LAYOUT_FLAT;
+    g.max_dispatch_tokens_per_rank = 64;
+    memset(&abi.ht_group, 0, sizeof(abi.ht_group));
+    memset(&abi.ht_handle, 0, sizeof(abi.ht_handle));
+    abi.ht_group.plan = g;
+    abi.ht_group.index = 1;
+    assert_ncclx_ok(ncclx_ep_dims_compute(&g, &team, 1, &abi.ht_group.dims));
+    abi.ht_handle.group = &abi.ht_group;
+    abi.ht_handle.live = 1;
+    abi.ht_handle.routed = 1;
+    abi.ht_handle.config.layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    abi.ht_handle.config.topk = 2;
+    abi.ht_handle.ht.num_tokens = 64;
+    abi.ht_handle.ht.topk = 2;
+    abi.ht_handle.ht.expert_major = 1;
 }
 
 /* A context as ncclxInit leaves it, as far as the getters look. */
@@ -254,6 +273,20 @@ static ncclxResult_t call_combine(void *s)
     return ncclxEpCombine(&abi.handle, s, NULL);
 }
 
+/* recv_total (the last v1 field) as FLOAT32: refused by the tensor checks, before any launch. */
+static void make_layout_info(void *s)
+{
+    ncclxEpLayoutInfo_t info = NCCLX_EP_LAYOUT_INFO_INIT;
+    info.recv_total.dtype = NCCLX_FLOAT32;
+    info.recv_total.ndim = 1;
+    info.recv_total.shape[0] = 1;
+    *(ncclxEpLayoutInfo_t *)s = info;
+}
+static ncclxResult_t call_get_layout(void *s)
+{
+    return ncclxEpHandleGetLayout(&abi.ht_handle, s, NULL);
+}
+
 /* clang-format off */
 static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_PLAN, "ncclxPlanValidate", "plan", make_plan, call_plan, ncclxSuccess, NULL,
@@ -282,6 +315,9 @@ static const abi_probe_t abi_probes[] = {
      ncclxInvalidArgument, "ncclxEpDispatch: args->tokens", NULL, 0},
     {NCCLX_MAGIC_EP_COMBINE_ARGS, "ncclxEpCombine", "args", make_combine_args, call_combine,
      ncclxInvalidArgument, "ncclxEpCombine: args->send_only must be 0 or 1", NULL, 0},
+    {NCCLX_MAGIC_EP_LAYOUT_INFO, "ncclxEpHandleGetLayout", "info", make_layout_info,
+     call_get_layout, ncclxInvalidArgument,
+     "ncclxEpHandleGetLayout: info->recv_total.dtype=2 is not allowed", NULL, 0},
 };
 /* clang-format on */
 #define ABI_PROBES_LEN (sizeof(abi_probes) / sizeof(abi_probes[0]))

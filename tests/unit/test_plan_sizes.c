@@ -2,9 +2,9 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Plan sizing against hand-computed values (the arithmetic is spelled out next to each
- * number; docs/plan-sizing.md gives the formulas).  HT groups and M2N staging are planned, not
- * implemented: the public calls refuse them (checked here), and their sizing formulas are
- * checked through the internal layout so that they hold when the features land.
+ * number; docs/plan-sizing.md gives the formulas).  M2N staging and HT across load/store
+ * domains are not implemented: the public calls refuse them (checked here); the M2N staging
+ * formula is checked through the internal layout so that it holds when the feature lands.
  */
 #include <stdlib.h>
 
@@ -31,7 +31,7 @@ static ncclxEpGroupPlan_t ll_group(void)
     return g;
 }
 
-/* DeepSeek-V3 prefill: 4096 tokens per rank, receive slots bounded at 16384 (planned). */
+/* DeepSeek-V3 prefill: 4096 tokens per rank, the default receive budget S = ranks * 4096. */
 static ncclxEpGroupPlan_t ht_group(void)
 {
     ncclxEpGroupPlan_t g = NCCLX_EP_GROUP_PLAN_INIT;
@@ -43,7 +43,6 @@ static ncclxEpGroupPlan_t ht_group(void)
     g.layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     g.recipes = NCCLX_EP_RECIPE_NONE;
     g.max_dispatch_tokens_per_rank = 4096;
-    g.max_recv_tokens_per_rank = 16384;
     g.expert_alignment = 128;
     g.num_handles = 2;
     return g;
@@ -70,8 +69,8 @@ static ncclxPlanSizes_t sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32
     return sizes;
 }
 
-/* Sizes of a plan with planned features (HT groups, M2N staging): the public calls refuse it
- * with ncclxUnsupported, naming the field; the internal layout still sizes it. */
+/* Sizes of a plan with a planned feature (M2N staging): the public calls refuse it with
+ * ncclxUnsupported, naming the field; the internal layout still sizes it. */
 static ncclxPlanSizes_t planned_sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32_t n,
                                          uint64_t m2n, const ncclxTeam_t *team,
                                          const char *refused_field)
@@ -172,23 +171,111 @@ static void test_ll_scales_with_ranks(void **state)
     assert_int_equal(s.total[NCCLX_MEM_DEVICE], 2048ull + 4 * 303616ull);
 }
 
-static void test_ht_deepseek_16_ranks_2_nodes(void **state)
+/* HT, DeepSeek-V3 prefill on 8 ranks of one node: R = 8, E = 256, L = 32, K = 8, H = 7168 BF16,
+ * T = 4096, S = R * T = 32768 (max_recv_tokens_per_rank 0), 2 handles. */
+static void test_ht_deepseek_prefill_8_ranks(void **state)
+{
+    (void)state;
+    ncclxEpGroupPlan_t g = ht_group();
+    const ncclxEpGroupPlan_t *groups[] = {&g};
+    ncclxTeam_t team = team_of(8, 1);
+    ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    char buf[8192] = {0};
+    FILE *out;
+
+    /* Payload P = 7168 * 2 = 14336; combine row = a16(7168 * 2) = 14336.  Symmetric, each
+     * region at the next 256 bytes:
+     *   HT routing map       T * ceil(E / 32) * 4 = 4096 * 8 * 4     =    131072 at 0
+     *   HT signals           6 * R * 8            = 6 * 8 * 8        =       384 at 131072
+     *   HT dispatch rows     S * P                = 32768 * 14336    = 469762048 at 131584
+     *   HT dispatch metadata S * K * 8            = 32768 * 8 * 8    =   2097152 at 469893632
+     *   HT combine rows      S * 14336                               = 469762048 at 471990784
+     *   HT weight gradients  S * K * 4            = 32768 * 8 * 4    =   1048576 at 941752832
+     * total 942801408 (899.1 MiB). */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
+                     131072ull + 512ull + 469762048ull + 2097152ull + 469762048ull + 1048576ull);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 942801408ull);
+
+    /* Device: peer table 8 * 8 = 64 at 0; scratch 256 at 256; group state 256 at 512; no
+     * decisions, no mask; HT routing counts R * (E + R) * 4 = 8 * 264 * 4 = 8448 at 768;
+     * handles at 9216.  Handle, pieces rounded up to 16:
+     *   idx T * K * 4 = 131072, flat_row T * R * 4 = 131072, em_row T * K * 4 = 131072,
+     *   totals 16, counts L * 4 = 128, offsets (L + 1) * 4 = 132 -> 144,
+     *   zone_count 128, zone_base 128   = 393760 -> 256-aligned 393984;
+     * 2 handles = 787968. */
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 393984);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 9216ull + 2 * 393984ull);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 797184ull);
+
+    /* Mapped host: context status 64 + group status 64; host: no mask. */
+    assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
+    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(2, 0, 0));
+    assert_int_equal(s.per_handle[NCCLX_MEM_HOST], sizeof(ncclx_ep_handle_t));
+    /* peer table, scratch, status, 6 symmetric + state + counts + handles + status + 3 host. */
+    assert_int_equal(s.num_regions, 16);
+
+    /* The print names the HT regions with the same numbers. */
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
+    fclose(out);
+    assert_non_null(strstr(buf, "HT routing map"));
+    assert_non_null(strstr(buf, "HT dispatch rows"));
+    assert_non_null(strstr(buf, "469762048"));
+    assert_non_null(strstr(buf, "HT routing counts"));
+    assert_non_null(strstr(buf, "(2 x 393984)"));
+    assert_null(strstr(buf, "mask"));
+
+    /* A receive budget S = 16384 halves the per-row regions; the handles do not depend on S:
+     * 131072 + 512 + 16384 * 14336 (234881024) + 16384 * 64 (1048576) + 234881024
+     * + 16384 * 32 (524288) = 471466496. */
+    g.max_recv_tokens_per_rank = 16384;
+    s = sizes_of(groups, 1, 0, &team);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 471466496ull);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 797184ull);
+
+    /* max_topk 32 (the HT bound) and FP32 tokens: P = combine row = 7168 * 4 = 28672, S = 32768;
+     * map 131072 + signals 512 + S * 28672 (939524096) + S * 32 * 8 (8388608) + 939524096
+     * + S * 32 * 4 (4194304) = 1891762688.  Handle: idx 4096 * 32 * 4 = 524288, flat_row
+     * 131072, em_row 524288, then 16 + 128 + 144 + 128 + 128 = 1180192 -> 256-aligned 1180416. */
+    g.max_recv_tokens_per_rank = 0;
+    g.max_topk = 32;
+    g.token_dtypes |= NCCLX_DTYPE_BIT(NCCLX_FLOAT32);
+    s = sizes_of(groups, 1, 0, &team);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 1891762688ull);
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 1180416);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 9216ull + 2 * 1180416ull);
+}
+
+/* HT on 2 nodes whose ranks reach each other by load/store only inside a node: refused (HT
+ * between load/store domains is not implemented), nothing sized.  The same 16 ranks as one
+ * load/store team (one NVLink domain over both nodes) are sized. */
+static void test_ht_across_nodes_refused(void **state)
 {
     (void)state;
     ncclxEpGroupPlan_t g = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&g};
     ncclxTeam_t team = team_of(16, 2);
-    ncclxPlanSizes_t s = planned_sizes_of(groups, 1, 0, &team, "plan.ep_groups[0]->algorithm");
-    /* HT is single-buffered.  Dispatch = 16384 slots * 14416 = 236191744.
-     * Combine = 4096 tokens * min(8, 16) rows * 14336 = 469762048.  Signals = 16 * 16 = 256. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 469762048ull + 256ull);
-    /* Device: peer table 8 * 8 at 0; scratch at 256; state at 512; no mask;
-     * handle = route 4096*8*4 = 131072
-     * + counts 2 * 64 + experts 16 * 4 = 64 + receive map 16384 * 4 = 65536 + offsets
-     * 17 * 4 = 68 -> 80, map total 65616 -> 65616 (16-aligned) => 196880 -> 197120;
-     * 2 handles at 768. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 768ull + 2 * 197120ull);
-    assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(2, 0, 0));
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxPlanSizes_t s = NCCLX_PLAN_SIZES_INIT;
+    ncclxPlanSizes_t before = s;
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of 16 ranks of "
+                       "which 8 reach each other by load/store");
+    assert_memory_equal(&before, &s, sizeof(s));
+    assert_ncclx_error(ncclxPlanValidate(&plan, &team), ncclxUnsupported,
+                       "is not implemented in this release");
+    team.lsa_size = 16;
+    s = sizes_of(groups, 1, 0, &team);
+    /* S = 16 * 4096 = 65536: map 131072 + signals 6 * 16 * 8 = 768 (a 256 multiple)
+     * + 2 * 65536 * 14336 + 65536 * 64 + 65536 * 32 = 1879048192 + 4194304 + 2097152. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
+                     131072ull + 768ull + 1879048192ull + 4194304ull + 2097152ull);
 }
 
 static void test_two_groups_and_m2n(void **state)
@@ -197,26 +284,24 @@ static void test_two_groups_and_m2n(void **state)
     ncclxEpGroupPlan_t ll = ll_group();
     ncclxEpGroupPlan_t ht = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&ll, &ht};
-    ncclxTeam_t team = team_of(16, 2);
-    ncclxPlanSizes_t both =
-        planned_sizes_of(groups, 2, 1000, &team, "plan.ep_groups[1]->algorithm");
+    ncclxTeam_t team = team_of(8, 1);
+    ncclxPlanSizes_t both = planned_sizes_of(groups, 2, 1000, &team, "plan.m2n_staging_bytes=1000");
     ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
-    ncclxPlanSizes_t only_ht =
-        planned_sizes_of(ht_only, 1, 0, &team, "plan.ep_groups[0]->algorithm");
+    ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
     /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
-     * size is a multiple of 256 except the staging and the LL group's mask words (16 ranks *
-     * 20 = 320 bytes, padded to 512 before the HT group's regions), so the totals add up. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + 192 +
-                                                          only_ll.total[NCCLX_MEM_SYMMETRIC] +
-                                                          only_ht.total[NCCLX_MEM_SYMMETRIC]);
+     * starts on 256 bytes and the LL group ends with its mask words (8 ranks * 20 = 160 bytes,
+     * padded by 96 before the HT group's regions); the HT group's total is its own. */
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] +
+                                                          96 + only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: the context's peer table and scratch (512 bytes) once. */
     assert_int_equal(both.total[NCCLX_MEM_DEVICE],
                      only_ll.total[NCCLX_MEM_DEVICE] + only_ht.total[NCCLX_MEM_DEVICE] - 512);
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 3);
     assert_int_equal(both.total[NCCLX_MEM_HOST],
-                     host_bytes_of_group(2, 0, host_bytes_of_group(4, 16, 0)));
-    assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], only_ht.per_handle[NCCLX_MEM_DEVICE]);
+                     host_bytes_of_group(2, 0, host_bytes_of_group(4, 8, 0)));
+    /* The larger handle of the two groups (HT 393984, LL 45312). */
+    assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], 393984);
 }
 
 /* A nonzero M2N staging budget is refused (an LL-only plan otherwise valid), and sized by the
@@ -261,43 +346,57 @@ static void test_quant_fwd_and_fp32_widen_slots(void **state)
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 40ull);
 }
 
+/* The largest HT plan: 4096 ranks of one load/store team, 4096 experts, 2^20 tokens per rank.
+ * The receive budget S must stay <= 2^31-1 rows; within it every size is exact in 64 bits,
+ * far past 2^32. */
 static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
 {
     (void)state;
     ncclxEpGroupPlan_t g = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&g};
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
-    ncclxTeam_t team = team_of(NCCLX_MAX_RANKS, 1);
+    ncclxTeam_t team = team_of(4096, 1);
     ncclxPlanSizes_t s = NCCLX_PLAN_SIZES_INIT;
+    ncclxPlanSizes_t before = s;
+    const uint64_t S = INT32_MAX; /* 2^31 - 1 */
     plan.num_ep_groups = 1;
     plan.ep_groups = groups;
-    g.num_experts = NCCLX_MAX_RANKS > NCCLX_EP_MAX_EXPERTS ? NCCLX_EP_MAX_EXPERTS : 4096;
-    team = team_of(4096, 1);
+    g.num_experts = NCCLX_EP_MAX_EXPERTS; /* 4096: L = 1 */
     g.max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
-    g.max_recv_tokens_per_rank = 0; /* 4096 * 2^20 = 2^32 slots: refused, names the field */
-    {
-        /* Checked by the (internal) layout of the planned HT group. */
-        ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
-        ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
-        ncclx_layout_t layout;
-        assert_non_null(norm);
-        assert_non_null(regions);
-        assert_ncclx_error(ncclx_plan_import(&plan, &team, norm), ncclxUnsupported, "HT");
-        ncclx_layout_init_measure(&layout, NULL, NULL);
-        assert_ncclx_error(ncclx_plan_layout(&layout, norm, regions), ncclxInvalidArgument,
-                           "max_recv_tokens_per_rank");
-        free(regions);
-        free(norm);
-    }
-    /* The public call refuses the HT group before sizing it. */
-    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT");
+    /* The default S = 4096 * 2^20 = 2^32 rows: refused, naming the field to set; untouched. */
+    g.max_recv_tokens_per_rank = 0;
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxInvalidArgument,
+                       "4294967296 receive rows exceeds 2^31-1; set max_recv_tokens_per_rank");
+    assert_memory_equal(&before, &s, sizeof(s));
+    /* One row past the limit, and the largest value the field holds. */
+    g.max_recv_tokens_per_rank = (uint32_t)S + 1;
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxInvalidArgument,
+                       "2147483648 receive rows exceeds 2^31-1");
     g.max_recv_tokens_per_rank = UINT32_MAX;
+    assert_ncclx_error(ncclxPlanComputeSizes(&plan, &team, &s), ncclxInvalidArgument,
+                       "4294967295 receive rows exceeds 2^31-1");
+    assert_memory_equal(&before, &s, sizeof(s));
+
+    /* S = 2^31 - 1 with the widest rows (H = 65536 BF16: P = combine row = 131072) and the HT
+     * top-k bound K = 32.  Symmetric:
+     *   map T * ceil(4096 / 32) * 4 = 2^20 * 128 * 4 = 536870912 at 0
+     *   signals 6 * 4096 * 8 = 196608 at 536870912
+     *   then S * (131072 dispatch + 32 * 8 metadata + 131072 combine + 32 * 4 gradients)
+     *   = S * 262528 at 537067520 (each of the first three a multiple of 256). */
+    g.max_recv_tokens_per_rank = (uint32_t)S;
     g.hidden = NCCLX_EP_MAX_HIDDEN;
-    g.max_topk = NCCLX_EP_MAX_TOPK;
-    /* 2^32 - 1 slots * (16 + 128 + 131072) bytes: large, but exact in 64 bits. */
-    s = planned_sizes_of(groups, 1, 0, &team, "plan.ep_groups[0]->algorithm");
-    assert_true(s.total[NCCLX_MEM_SYMMETRIC] > (uint64_t)UINT32_MAX * 131216ull);
+    g.max_topk = NCCLX_EP_MAX_HT_TOPK;
+    s = sizes_of(groups, 1, 0, &team);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 537067520ull + S * 262528ull);
+    assert_true(s.total[NCCLX_MEM_SYMMETRIC] > (uint64_t)UINT32_MAX * 131072ull);
+    /* Handle: idx 2^20 * 32 * 4 = 2^27, flat_row T * R * 4 = 2^34, em_row 2^27, then
+     * totals 16, counts 4 -> 16, offsets 8 -> 16, zone_count 16, zone_base 16 = 80,
+     * 2^34 + 2^28 + 80 -> 256-aligned 2^34 + 2^28 + 256. */
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], (1ull << 34) + (1ull << 28) + 256ull);
+    /* Device: peer table 4096 * 8 = 32768 at 0; scratch at 32768; state at 33024; HT routing
+     * counts 4096 * (4096 + 4096) * 4 = 2^27 at 33280; 2 handles at 33280 + 2^27. */
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE],
+                     33280ull + (1ull << 27) + 2 * ((1ull << 34) + (1ull << 28) + 256ull));
 }
 
 static void test_plan_print_lists_regions(void **state)
@@ -326,7 +425,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ll_deepseek_8_ranks),
         cmocka_unit_test(test_ll_scales_with_ranks),
-        cmocka_unit_test(test_ht_deepseek_16_ranks_2_nodes),
+        cmocka_unit_test(test_ht_deepseek_prefill_8_ranks),
+        cmocka_unit_test(test_ht_across_nodes_refused),
         cmocka_unit_test(test_two_groups_and_m2n),
         cmocka_unit_test(test_m2n_staging_refused),
         cmocka_unit_test(test_quant_fwd_and_fp32_widen_slots),

@@ -6,9 +6,11 @@
  * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
  * good value is still accepted, so that an over-strict check fails as well.
  *
- * HT groups and M2N staging are planned, not implemented: their fields are checked all the
- * same, and a plan whose fields are all valid but that holds one of them is refused with
- * ncclxUnsupported (after every field check, so a bad field is still named first).
+ * What this release does not implement (an HT group on a team spanning several load/store
+ * domains, the MXFP8 recipe on an HT group, M2N staging) is checked all the same, and a plan
+ * whose fields are all valid but that asks for it is refused with ncclxUnsupported (after every
+ * field check, so a bad field is still named first).  An HT group inside one load/store team
+ * validates like an LL group.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,8 @@ typedef struct {
     size_t offset;
     size_t width;
     uint64_t value;
-    const char *reason; /* second substring of the message; "" = the plan must pass */
+    const char *reason; /* second substring of the message; "" = every field is valid (see
+                           assert_plan_valid) */
 } field_case_t;
 
 #define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
@@ -44,12 +47,12 @@ typedef struct {
 #define RANK   NCCLX_EP_LAYOUT_RANK_MAJOR
 #define FLAT   NCCLX_EP_LAYOUT_FLAT
 
-/* The bases (see make_ll/make_ht): 256 experts on 8 ranks, hidden 7168, top-8.  LL carries
- * BF16 + FP4x2 tokens and the FP8 recipe; HT carries BF16 + FP8 tokens, QUANT_FWD and MXFP8.
- * Hidden values are picked so exactly one rule breaks: 7169 (BF16 row not 16 bytes), 7184
- * (FP4 row of 3592 bytes: not 16-byte; fine for BF16/FP8 but not a multiple of 32 for
- * MXFP8), 7200 and 7232 (multiples of 32 and 64, not of 128), 7176 (FP8 row of 7176
- * bytes). */
+/* The bases (see make_ll/make_ht): 256 experts on 8 ranks (one load/store team), hidden 7168,
+ * top-8.  LL carries BF16 + FP4x2 tokens and the FP8 recipe; HT carries BF16 + FP8 tokens and
+ * QUANT_FWD (MXFP8 on HT is refused as not implemented: test_unimplemented_refused).  Hidden
+ * values are picked so exactly one rule breaks: 7169 (BF16 row not 16 bytes), 7184 (FP4 row
+ * of 3592 bytes: not 16-byte; fine for BF16/FP8), 7200 and 7232 (multiples of 32 and 64, not
+ * of 128), 7176 (FP8 row of 7176 bytes).  max_topk is bounded by 16 for LL, 32 for HT. */
 static const field_case_t cases[] = {
     {"LL algorithm=0", BASE_LL, GROUP(algorithm), 0, "NCCLX_EP_ALGO_LL or"},
     {"HT algorithm=3", BASE_HT, GROUP(algorithm), 3, "NCCLX_EP_ALGO_LL or"},
@@ -59,8 +62,16 @@ static const field_case_t cases[] = {
     {"LL num_experts=252 not /8", BASE_LL, GROUP(num_experts), 252, "divisible by team.num_ranks"},
     {"HT num_experts=260 not /8", BASE_HT, GROUP(num_experts), 260, "divisible by team.num_ranks"},
     {"LL max_topk=0", BASE_LL, GROUP(max_topk), 0, "outside"},
-    {"HT max_topk=17", BASE_HT, GROUP(max_topk), 17, "outside"},
     {"LL max_topk=16 ok", BASE_LL, GROUP(max_topk), 16, VALID},
+    {"LL max_topk=17", BASE_LL, GROUP(max_topk), 17,
+     "outside [1, min(16, num_experts=256)] for LL"},
+    {"LL max_topk=32", BASE_LL, GROUP(max_topk), 32,
+     "outside [1, min(16, num_experts=256)] for LL"},
+    {"HT max_topk=0", BASE_HT, GROUP(max_topk), 0, "outside [1, min(32, num_experts=256)] for HT"},
+    {"HT max_topk=17 ok", BASE_HT, GROUP(max_topk), 17, VALID},
+    {"HT max_topk=32 ok", BASE_HT, GROUP(max_topk), 32, VALID},
+    {"HT max_topk=33", BASE_HT, GROUP(max_topk), 33,
+     "outside [1, min(32, num_experts=256)] for HT"},
     {"LL hidden=0", BASE_LL, GROUP(hidden), 0, "outside [1, 65536]"},
     {"HT hidden=65664", BASE_HT, GROUP(hidden), 65664, "outside [1, 65536]"},
     {"HT hidden=65536 ok", BASE_HT, GROUP(hidden), 65536, VALID},
@@ -71,7 +82,7 @@ static const field_case_t cases[] = {
     {"LL hidden=7200 FP8 recipe /128", BASE_LL, GROUP(hidden), 7200, "FP8 recipe"},
     {"LL hidden=7232 FP8 recipe /128", BASE_LL, GROUP(hidden), 7232, "FP8 recipe"},
     {"LL hidden=7296 ok", BASE_LL, GROUP(hidden), 7296, VALID},
-    {"HT hidden=7184 MXFP8 /32", BASE_HT, GROUP(hidden), 7184, "MXFP8 recipe"},
+    {"HT hidden=7184 ok", BASE_HT, GROUP(hidden), 7184, VALID},
     {"HT hidden=7200 ok", BASE_HT, GROUP(hidden), 7200, VALID},
     {"LL token_dtypes=0", BASE_LL, GROUP(token_dtypes), 0, "non-empty"},
     {"HT token_dtypes+INT32", BASE_HT, GROUP(token_dtypes), BF16 | NCCLX_DTYPE_BIT(NCCLX_INT32),
@@ -109,6 +120,16 @@ static const field_case_t cases[] = {
      1048576, VALID},
     {"LL max_recv_tokens_per_rank=1", BASE_LL, GROUP(max_recv_tokens_per_rank), 1, "leave 0"},
     {"HT max_recv_tokens_per_rank=1 ok", BASE_HT, GROUP(max_recv_tokens_per_rank), 1, VALID},
+    {"HT max_recv_tokens_per_rank=2^31-1 ok", BASE_HT, GROUP(max_recv_tokens_per_rank), INT32_MAX,
+     VALID},
+    {"HT overflow_policy=DROP ok", BASE_HT, GROUP(overflow_policy), NCCLX_EP_OVERFLOW_DROP, VALID},
+    {"HT overflow_policy=2", BASE_HT, GROUP(overflow_policy), 2,
+     "NCCLX_EP_OVERFLOW_TRAP (0) or NCCLX_EP_OVERFLOW_DROP (1)"},
+    {"HT overflow_policy=UINT32_MAX", BASE_HT, GROUP(overflow_policy), UINT32_MAX,
+     "NCCLX_EP_OVERFLOW_TRAP (0) or NCCLX_EP_OVERFLOW_DROP (1)"},
+    {"LL overflow_policy=DROP", BASE_LL, GROUP(overflow_policy), NCCLX_EP_OVERFLOW_DROP,
+     "an HT feature"},
+    {"LL overflow_policy=2", BASE_LL, GROUP(overflow_policy), 2, "an HT feature"},
     {"HT enable_mask=1", BASE_HT, GROUP(enable_mask), 1, "LL feature"},
     {"LL enable_mask=2", BASE_LL, GROUP(enable_mask), 2, "must be 0 or 1"},
     {"LL expert_alignment=2", BASE_LL, GROUP(expert_alignment), 2, "HT expert-major"},
@@ -124,7 +145,7 @@ static const field_case_t cases[] = {
     {"team num_ranks=65537", BASE_HT, TEAM(num_ranks), 65537, "outside [1, 65536]"},
     {"team num_nodes=0", BASE_LL, TEAM(num_nodes), 0, "divide team.num_ranks"},
     {"team num_nodes=3", BASE_HT, TEAM(num_nodes), 3, "divide team.num_ranks"},
-    {"team num_nodes=2 ok", BASE_HT, TEAM(num_nodes), 2, VALID},
+    {"team num_nodes=2 ok (lsa_size 8: one load/store team)", BASE_HT, TEAM(num_nodes), 2, VALID},
     {"team lsa_size=0", BASE_LL, TEAM(lsa_size), 0, "divide team.num_ranks"},
     {"team lsa_size=3", BASE_HT, TEAM(lsa_size), 3, "divide team.num_ranks"},
     {"team lsa_size=4 ok", BASE_LL, TEAM(lsa_size), 4, VALID},
@@ -161,7 +182,7 @@ static void make_ht(ncclxEpGroupPlan_t *g)
     g->hidden = 7168;
     g->token_dtypes = BF16 | FP8;
     g->layouts = EXPERT | FLAT;
-    g->recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_MXFP8;
+    g->recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD;
     g->max_dispatch_tokens_per_rank = 4096;
     g->max_token_bytes = 7168;
     g->max_scale_bytes = 7168 / 128 * 4;
@@ -197,18 +218,27 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
 #define NOT_IMPLEMENTED "is not implemented in this release"
 
 /* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
- * HT group (named) or M2N staging. */
+ * HT group on a team of several load/store domains or with MXFP8 (the group named), or M2N
+ * staging.  A NULL team is 1 rank: one load/store team. */
 static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
 {
     char needle[96];
+    const int one_lsa_team = team == NULL || team->lsa_size == team->num_ranks;
     for (uint32_t i = 0; i < f->plan.num_ep_groups; i++) {
-        if (f->groups[i].algorithm == NCCLX_EP_ALGO_HT) {
-            snprintf(needle, sizeof(needle), "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT", i);
-            assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, needle);
-            assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
-                               NOT_IMPLEMENTED);
-            return;
+        if (f->groups[i].algorithm != NCCLX_EP_ALGO_HT) {
+            continue;
         }
+        if (!one_lsa_team) {
+            snprintf(needle, sizeof(needle),
+                     "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of", i);
+        } else if (f->groups[i].recipes & NCCLX_EP_RECIPE_MXFP8) {
+            snprintf(needle, sizeof(needle), "plan.ep_groups[%u]->recipes=0x", i);
+        } else {
+            continue;
+        }
+        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, needle);
+        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
+        return;
     }
     if (f->plan.m2n_staging_bytes != 0) {
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
@@ -269,44 +299,99 @@ static void test_valid_plans(void **state)
     make_fixture(&f, 1, BASE_LL, BASE_LL);
     f.groups[0].num_experts = 8;
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    /* HT inside one load/store team: alone, next to an LL group, with the DROP policy and the
+     * largest HT top-k, and on the NULL team (1 rank). */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    assert_true(sizes.total[NCCLX_MEM_SYMMETRIC] > 0);
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.groups[1].overflow_policy = NCCLX_EP_OVERFLOW_DROP;
+    f.groups[1].max_topk = NCCLX_EP_MAX_HT_TOPK;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].num_experts = 8;
+    f.groups[1].num_experts = 32;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    /* 16 ranks on 2 nodes that reach each other by load/store (one NVLink domain). */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.num_ranks = 16;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 16;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
-/* HT groups and M2N staging: refused by every public entry point, naming the field, once the
- * plan is otherwise valid; nothing is sized. */
-static void test_planned_features_refused(void **state)
+/* What this release still refuses (an HT group across load/store domains or with MXFP8, M2N
+ * staging): refused by every public entry point, naming the field, once the plan is otherwise
+ * valid; nothing is sized. */
+static void test_unimplemented_refused(void **state)
 {
     fixture_t f;
     ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
     ncclxPlanSizes_t before;
     char buf[256] = {0};
+    char needle[128];
     FILE *out;
     (void)state;
     memcpy(&before, &sizes, sizeof(before));
+    /* HT on 8 ranks of which only 4 reach each other by load/store. */
     make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.lsa_size = 4;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT: high-throughput "
-                       "dispatch/combine " NOT_IMPLEMENTED);
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of 8 ranks of "
+                       "which 4 reach each other by load/store");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported, NOT_IMPLEMENTED);
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm");
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
     out = fmemopen(buf, sizeof(buf) - 1, "w");
     assert_non_null(out);
     assert_ncclx_error(ncclxPlanPrint(&f.plan, &f.team, out), ncclxUnsupported, NOT_IMPLEMENTED);
     fclose(out);
     assert_null(strstr(buf, "symmetric")); /* no region printed */
-    /* The HT group is named wherever it is; a NULL team (1 rank) too. */
-    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    /* Two nodes of 8, load/store only inside a node; an LL group there is fine. */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.num_ranks = 16;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 8;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT");
-    f.groups[1].num_experts = 8;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, NULL), ncclxUnsupported,
-                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT");
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of 16 ranks of "
+                       "which 8");
+    make_ll(&f.groups[0]);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* The HT group is named wherever it is. */
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.team.lsa_size = 2;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT on a team of 8 ranks of "
+                       "which 2");
     /* A bad field anywhere is reported before the refusal, in either order of the groups. */
     make_fixture(&f, 2, BASE_HT, BASE_LL);
+    f.team.lsa_size = 4;
     f.groups[1].num_handles = 0;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[1]->num_handles=0");
-    /* M2N staging, with or without EP groups; 0 is the only accepted value. */
+
+    /* MXFP8 on an HT group (one load/store team): its hidden rule is checked first. */
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    f.groups[1].recipes |= NCCLX_EP_RECIPE_MXFP8;
+    snprintf(needle, sizeof(needle),
+             "plan.ep_groups[1]->recipes=0x%x: the MXFP8 HT combine " NOT_IMPLEMENTED,
+             f.groups[1].recipes);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported, needle);
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       "plan.ep_groups[1]->recipes=");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    f.groups[1].hidden = 7184; /* BF16 and FP8 rows are 16-byte multiples, not a multiple of 32 */
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->hidden=7184: the MXFP8 recipe needs a multiple of 32");
+    f.groups[1].hidden = 7200;
+    f.groups[1].recipes = NCCLX_EP_RECIPE_QUANT_FWD;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[1].recipes = NCCLX_EP_RECIPE_MXFP8 | NCCLX_EP_RECIPE_QUANT_FWD;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[1]->recipes=0xa");
+
+    /* M2N staging, with or without EP groups (an HT group too); 0 is the only accepted value. */
     make_fixture(&f, 1, BASE_LL, BASE_LL);
     f.plan.m2n_staging_bytes = 1;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
@@ -314,6 +399,9 @@ static void test_planned_features_refused(void **state)
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
                        "plan.m2n_staging_bytes=1");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
+    make_ht(&f.groups[0]);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.m2n_staging_bytes=1");
     f.plan.num_ep_groups = 0;
     f.plan.m2n_staging_bytes = 1 << 20;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
@@ -377,7 +465,7 @@ static void test_host_block(void **state)
     free(block);
 }
 
-/* Top-k cannot exceed the experts there are, even under NCCLX_EP_MAX_TOPK. */
+/* Top-k cannot exceed the experts there are, even under NCCLX_EP_MAX_TOPK / _HT_TOPK. */
 static void test_topk_above_experts(void **state)
 {
     fixture_t f;
@@ -390,21 +478,43 @@ static void test_topk_above_experts(void **state)
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[0]->max_topk=9");
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, "num_experts=8");
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.groups[0].num_experts = 24;
+    f.groups[0].max_topk = 24;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].max_topk = 25;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->max_topk=25 is outside [1, min(32, num_experts=24)]");
 }
 
-/* 4096 ranks x 1048576 HT tokens is 2^32 receive slots.  The public calls refuse the HT group
- * before sizing it (test_plan_sizes checks that the planned layout catches the overflow). */
-static void test_recv_slots_overflow(void **state)
+/* The receive budget S (max_recv_tokens_per_rank, or ranks * max_dispatch_tokens_per_rank when
+ * 0) is at most 2^31-1 rows.  Checked by validation too (it sizes the plan). */
+static void test_recv_rows_limit(void **state)
 {
     fixture_t f;
     (void)state;
     make_fixture(&f, 1, BASE_HT, BASE_HT);
-    f.team.num_ranks = 4096;
-    f.team.lsa_size = 4;
+    f.team.num_ranks = f.team.lsa_size = 2048;
     f.groups[0].num_experts = 4096;
     f.groups[0].max_dispatch_tokens_per_rank = NCCLX_EP_MAX_HT_TOKENS_PER_RANK;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT");
+    /* The default: 2048 * 2^20 = 2^31 rows, one too many. */
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]: ranks * max_dispatch_tokens_per_rank = 2147483648 "
+                       "receive rows exceeds 2^31-1");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "set max_recv_tokens_per_rank");
+    f.groups[0].max_recv_tokens_per_rank = INT32_MAX;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].max_recv_tokens_per_rank = (uint32_t)INT32_MAX + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "2147483648 receive rows exceeds 2^31-1");
+    f.groups[0].max_recv_tokens_per_rank = UINT32_MAX;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "4294967295 receive rows exceeds 2^31-1");
+    /* The default just under the limit: 1024 * 2^20 = 2^30. */
+    f.groups[0].max_recv_tokens_per_rank = 0;
+    f.team.num_ranks = f.team.lsa_size = 1024;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
 /* A rejected plan must leave the caller's output struct exactly as it was. */
@@ -432,13 +542,13 @@ static void test_sizes_untouched_on_error(void **state)
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
                        "team.lsa_size");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
-    /* Fixed, the plan is still refused (HT is not implemented): untouched too. */
-    f.team.lsa_size = 8;
+    /* A valid team of several load/store domains: the HT group is refused, untouched too. */
+    f.team.lsa_size = 4;
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.ep_groups[1]->algorithm");
+                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT on a team of");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
-    /* An LL-only plan does write the struct. */
-    make_ll(&f.groups[1]);
+    /* One load/store team: the plan (LL + HT) is sized and the struct written. */
+    f.team.lsa_size = 8;
     assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
     assert_int_not_equal(sizes.num_regions, 0xdeadbeefu);
 }
@@ -446,10 +556,10 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_valid_plans),         cmocka_unit_test(test_planned_features_refused),
-        cmocka_unit_test(test_second_group_named),  cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),          cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_slots_overflow), cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_valid_plans),        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_second_group_named), cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),         cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),    cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The HT (high-throughput) kernels' view of a group, a handle and a call: plain structs of
+ * device pointers and sizes, filled by lib/ep_ht.c and passed by value to the launchers.
+ * docs/ep-ht.md describes the algorithm and lists every protocol word.
+ *
+ * Symmetric memory of an HT group on every rank (same offsets everywhere):
+ *   routing map     [T][W] uint32, W = ceil(E / 32): bit e of row t = this rank's token t
+ *                   lists expert e (written by the rank itself, read by every rank)
+ *   signals         [NCCLX_EP_HT_SIGNALS][R] uint64: (kind, source rank) = the number of
+ *                   the source's last finished step of that kind (written by the source)
+ *   dispatch rows   [S][payload_bytes]: received rows at their final place
+ *   dispatch meta   [S][K] {int32 expert, float weight}: FLAT ids/weights, EM weight in [0]
+ *   combine rows    [S][combine_row_bytes]: this rank's expert outputs, pulled by owners
+ *   combine meta    [S][K] float: backward combine's weight gradients
+ */
+#ifndef NCCLX_KERNELS_EP_HT_H_
+#define NCCLX_KERNELS_EP_HT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ep_ll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Signal kinds: what the source rank has finished, step number + 1. */
+#define NCCLX_EP_HT_SIG_MAP_PUBLISHED   0 /* its routing map of update n is written */
+#define NCCLX_EP_HT_SIG_MAP_READ        1 /* it has read every map of update n */
+#define NCCLX_EP_HT_SIG_DISPATCH_PUSHED 2 /* its rows of dispatch n are in my dispatch rows */
+#define NCCLX_EP_HT_SIG_DISPATCH_FREE   3 /* it has copied out its dispatch rows of dispatch n */
+#define NCCLX_EP_HT_SIG_COMBINE_STAGED  4 /* its combine rows of combine n are staged */
+#define NCCLX_EP_HT_SIG_COMBINE_PULLED  5 /* it has read every combine row of combine n */
+#define NCCLX_EP_HT_SIGNALS             6
+
+/* HT group state in private device memory (fits NCCLX_EP_DEV_STATE_BYTES).  Step numbers
+ * advance in the last block of a step's last kernel, so graph replays advance them too. */
+typedef struct {
+    unsigned long long route_seq, dispatch_seq, combine_seq;
+    ncclx_ep_arrive_t arrive[5]; /* last-block election: route scan, dispatch push, dispatch
+                                    copy-out, combine stage, combine reduce */
+    unsigned int error;          /* NCCLX_EP_ERROR_* bits, published to the mapped status */
+    unsigned int reserved;
+} ncclx_ep_ht_state_t;
+
+/* What every HT kernel of a group needs. */
+typedef struct {
+    int rank, ranks, local_experts, num_experts;
+    int max_tokens, max_topk, hidden, recv_slots; /* T, K_max, H, S */
+    int map_words;                                /* W */
+    int blocks;                                   /* grid size of every HT kernel */
+    int drop;                                     /* overflow policy DROP */
+    int alignment;                                /* EM zone padding, >= 1 */
+    void *const *peers;                           /* device: symmetric arena base of each rank */
+    size_t map, signals, dispatch_rows, dispatch_meta, combine_rows, combine_meta; /* offsets */
+    size_t payload_bytes;     /* dispatch row stride */
+    size_t combine_row_bytes; /* combine row stride */
+    int32_t *expert_hits;     /* device [R][E]: tokens of source s listing expert e (update) */
+    int32_t *rank_hits;       /* device [R][R]: tokens of source s hitting rank j (update) */
+    ncclx_ep_ht_state_t *state;
+    unsigned int *status; /* device view of the mapped status: error bits */
+    unsigned long long timeout_ns;
+} ncclx_ep_ht_group_desc_t;
+
+/* One HT handle's device memory (see ncclx_ep_ht_handle_layout_t). */
+typedef struct {
+    int32_t *idx;        /* [T][K]: validated top-k, -1 = not routed or a repeated expert */
+    int32_t *flat_row;   /* [T][R]: FLAT row of the token at each rank, -1 */
+    int32_t *em_row;     /* [T][K]: EM row of each entry at its expert's rank, -1 (EM only) */
+    long long *totals;   /* [2]: recv total before any drop, rows delivered (<= S) */
+    int32_t *counts;     /* [L]: per local expert, as ncclxEpHandleGetLayout reports them */
+    int32_t *offsets;    /* [L + 1]: EM zone starts, clamped to S; [L] = padded total */
+    int32_t *zone_count; /* [L]: EM real rows per zone, unclamped */
+    int32_t *zone_base;  /* [L]: EM zone starts, unclamped */
+    int num_tokens, topk, expert_major, global_ids;
+} ncclx_ep_ht_handle_desc_t;
+
+typedef struct {
+    const void *tokens;        /* [num_tokens, row_bytes] */
+    const void *scales;        /* QUANT_FWD: [num_tokens, scale_bytes] */
+    const float *topk_weights; /* forward: [num_tokens, K] */
+    void *out_tokens, *out_scales, *out_topk_idx, *out_topk_weights;
+    size_t row_bytes, scale_bytes;
+    int out_idx_int64;
+    int backward;
+} ncclx_ep_ht_dispatch_desc_t;
+
+typedef struct {
+    const void *expert_out;    /* [S, H] */
+    const float *topk_weights; /* backward: FLAT [S, K], EM [S] */
+    void *out;                 /* [num_tokens, H] */
+    float *out_topk_weights;   /* backward: [num_tokens, K] */
+    size_t row_bytes;          /* H * element bytes */
+    int dtype;                 /* BF16, FP16 or FP32 */
+    int backward;
+} ncclx_ep_ht_combine_desc_t;
+
+/* Where ncclxEpHandleGetLayout writes (NULL: absent). */
+typedef struct {
+    void *counts, *offsets, *total;
+    int int64, offsets_entries; /* L or L + 1 */
+} ncclx_ep_ht_layout_desc_t;
+
+/** Routes the handle: validates topk_idx ([num_tokens, K], int32 or int64) into the handle,
+ *  publishes this rank's routing map, counts every rank's map and computes the handle's rows
+ *  (three kernels, collective over the team). */
+cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *g,
+                                     const ncclx_ep_ht_handle_desc_t *h, const void *topk_idx,
+                                     int idx_int64, cudaStream_t stream);
+
+/** Dispatch: pushes this rank's rows to their places, then copies the received rows out. */
+cudaError_t ncclx_ep_ht_launch_dispatch(const ncclx_ep_ht_group_desc_t *g,
+                                        const ncclx_ep_ht_handle_desc_t *h,
+                                        const ncclx_ep_ht_dispatch_desc_t *a, cudaStream_t stream);
+
+/** Combine: stages this rank's expert outputs, then sums every token's rows from its ranks. */
+cudaError_t ncclx_ep_ht_launch_combine(const ncclx_ep_ht_group_desc_t *g,
+                                       const ncclx_ep_ht_handle_desc_t *h,
+                                       const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream);
+
+/** Writes the handle's counts, offsets and total into the caller's tensors. */
+cudaError_t ncclx_ep_ht_launch_layout(const ncclx_ep_ht_group_desc_t *g,
+                                      const ncclx_ep_ht_handle_desc_t *h,
+                                      const ncclx_ep_ht_layout_desc_t *l, cudaStream_t stream);
+
+/** Clears error bits of an HT group (see ncclx_ep_ll_launch_clear_error). */
+cudaError_t ncclx_ep_ht_launch_clear_error(const ncclx_ep_ht_group_desc_t *g, unsigned bits,
+                                           cudaStream_t stream);
+
+cudaError_t ncclx_ep_ht_route_load(void);
+cudaError_t ncclx_ep_ht_data_load(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCLX_KERNELS_EP_HT_H_ */

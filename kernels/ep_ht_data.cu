@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * HT dispatch and combine (docs/ep-ht.md, "Data path"), two kernels each, all capturable:
+ *  dispatch  push:     each of this rank's tokens is written once per destination row that the
+ *                      routing gave it (FLAT: per rank; EXPERT_MAJOR: per expert), straight
+ *                      into the destination's dispatch rows, with its top-k metadata;
+ *            copy-out: once every rank has pushed, the received rows go to the caller's
+ *                      outputs (EXPERT_MAJOR pad rows are written as zeros).
+ *  combine   stage:    this rank's expert outputs (and backward weight gradients) go to its
+ *                      combine rows, where their tokens' ranks read them;
+ *            reduce:   once every rank has staged, each token sums its rows from every rank
+ *                      in a fixed order (rank, then expert), in FP32, rounded once.
+ * Each kernel waits at its start for the ranks' previous step that it depends on, and its last
+ * block signals its own step (ep_ht_common.cuh), so the rows a rank reads are complete and the
+ * rows it writes are no longer read by anyone.
+ */
+#include "ep_ht_common.cuh"
+
+namespace ncclx
+{
+namespace ht
+{
+namespace
+{
+
+// Dispatch metadata entry: an expert id (global) and its weight.
+struct Meta {
+    int32_t expert;
+    float weight;
+};
+static_assert(sizeof(Meta) == 8, "one 64-bit store per entry");
+
+__device__ __forceinline__ Meta *meta_rows(char *base, const ncclx_ep_ht_group_desc_t &g)
+{
+    return reinterpret_cast<Meta *>(base + g.dispatch_meta);
+}
+
+__device__ __forceinline__ float *grad_rows(char *base, const ncclx_ep_ht_group_desc_t &g)
+{
+    return reinterpret_cast<float *>(base + g.combine_meta);
+}
+
+// The entries of one token, one per lane (lane k < K holds top-k entry k): its expert (-1:
+// none; repeats are -1 in the handle), the expert's rank, and its order among the token's
+// entries on that rank (ascending expert id), which is where FLAT metadata puts it.
+struct Entry {
+    int expert, rank, order, on_rank; // on_rank: the token's entries on that rank
+};
+
+__device__ __forceinline__ Entry load_entry(const ncclx_ep_ht_group_desc_t &g,
+                                            const ncclx_ep_ht_handle_desc_t &h, int t, int lane)
+{
+    Entry en;
+    en.expert = lane < h.topk ? h.idx[(size_t)t * h.topk + lane] : -1;
+    en.rank = en.expert >= 0 ? en.expert / g.local_experts : -1;
+    en.order = 0;
+    en.on_rank = 0;
+    // Every lane runs the same K shuffles (a loop over a per-lane set of lanes would leave
+    // lanes waiting in shuffles that others never reach).
+    for (int k = 0; k < h.topk; k++) {
+        const int other = __shfl_sync(0xffffffffu, en.expert, k);
+        const bool same_rank = other >= 0 && other / g.local_experts == en.rank;
+        en.on_rank += same_rank;
+        en.order += same_rank && other < en.expert;
+    }
+    return en;
+}
+
+// ---- dispatch ----
+
+__global__ void __launch_bounds__(kThreads, 2)
+    push_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
+                ncclx_ep_ht_dispatch_desc_t a)
+{
+    const unsigned long long op = load_volatile(&g.state->dispatch_seq);
+    const int lane = threadIdx.x % kWarpSize, K = h.topk, KM = g.max_topk;
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op)) {
+        for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
+             t += gridDim.x * kWarps) {
+            const Entry en = load_entry(g, h, t, lane);
+            LaneTargets to = {0u, nullptr};
+            int row = -1;
+            bool first = false;
+            if (h.expert_major) {
+                row = en.expert >= 0 ? h.em_row[(size_t)t * K + lane] : -1;
+            } else if (en.expert >= 0) {
+                first = en.order == 0;
+                row = h.flat_row[(size_t)t * g.ranks + en.rank];
+            }
+            char *dest = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
+            const bool target = row >= 0 && (h.expert_major || first);
+            to.lanes = __ballot_sync(0xffffffffu, target);
+            to.mine = target ? dest + g.dispatch_rows + (size_t)row * g.payload_bytes : nullptr;
+            const char *src = static_cast<const char *>(a.tokens) + (size_t)t * a.row_bytes;
+            warp_copy_to(to, src, 0, a.row_bytes, lane);
+            if (a.scale_bytes != 0) {
+                // The scale row follows the token row in a dispatch row.
+                LaneTargets sc = to;
+                sc.mine = target ? to.mine + a.row_bytes : nullptr;
+                const char *ssrc = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
+                warp_copy_to(sc, ssrc, 0, a.scale_bytes, lane);
+            }
+            if (!a.backward && row >= 0) {
+                const float w = a.topk_weights[(size_t)t * K + lane];
+                Meta *m = meta_rows(dest, g) + (size_t)row * KM;
+                if (h.expert_major) {
+                    m[0] = Meta{en.expert, w};
+                } else {
+                    m[en.order] = Meta{en.expert, w};
+                }
+            }
+            if (!a.backward && !h.expert_major && target) {
+                // The tail after the token's entries on that rank.
+                Meta *m = meta_rows(dest, g) + (size_t)row * KM;
+                for (int p = en.on_rank; p < K; p++) {
+                    m[p] = Meta{-1, 0.0f};
+                }
+            }
+        }
+    }
+    if (last_block(&g.state->arrive[1])) {
+        signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1);
+    }
+}
+
+// The EXPERT_MAJOR zone holding row i: returns the zone's real row count and sets base, or -1
+// when i is past every zone.
+__device__ __forceinline__ int zone_of(const ncclx_ep_ht_group_desc_t &g,
+                                       const ncclx_ep_ht_handle_desc_t &h, long long i,
+                                       long long &base)
+{
+    for (int el = 0; el < g.local_experts; el++) {
+        const int count = h.zone_count[el];
+        const long long start = h.zone_base[el];
+        if (count > 0 && i >= start && i < start + padded(count, g.alignment)) {
+            base = start;
+            return count;
+        }
+    }
+    return -1;
+}
+
+__device__ __forceinline__ void warp_zero(char *dst, size_t bytes, int lane)
+{
+    for (size_t o = (size_t)lane * 16; o < bytes; o += kWarpSize * 16) {
+        *reinterpret_cast<uint4 *>(dst + o) = make_uint4(0, 0, 0, 0);
+    }
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    copy_out_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
+                    ncclx_ep_ht_dispatch_desc_t a)
+{
+    const unsigned long long op = load_volatile(&g.state->dispatch_seq);
+    const int lane = threadIdx.x % kWarpSize, K = h.topk, KM = g.max_topk;
+    char *self = peer_base(g, g.rank);
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1)) {
+        const long long rows = h.totals[1];
+        for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
+             i += (long long)gridDim.x * kWarps) {
+            bool pad = false;
+            if (h.expert_major) {
+                long long base = 0;
+                const int count = zone_of(g, h, i, base);
+                pad = count < 0 || i - base >= count;
+            }
+            char *out = static_cast<char *>(a.out_tokens) + (size_t)i * a.row_bytes;
+            char *out_s = a.scale_bytes != 0
+                              ? static_cast<char *>(a.out_scales) + (size_t)i * a.scale_bytes
+                              : nullptr;
+            const Meta *m = meta_rows(self, g) + (size_t)i * KM;
+            if (pad) {
+                warp_zero(out, a.row_bytes, lane);
+                if (out_s != nullptr) {
+                    warp_zero(out_s, a.scale_bytes, lane);
+                }
+            } else {
+                const char *src = self + g.dispatch_rows + (size_t)i * g.payload_bytes;
+                const LaneTargets to = {1u, out};
+                warp_copy_to(to, src, 0, a.row_bytes, lane);
+                if (out_s != nullptr) {
+                    const LaneTargets sc = {1u, out_s};
+                    warp_copy_to(sc, src + a.row_bytes, 0, a.scale_bytes, lane);
+                }
+            }
+            if (a.backward) {
+                continue;
+            }
+            if (h.expert_major) {
+                if (lane == 0) {
+                    static_cast<float *>(a.out_topk_weights)[i] = pad ? 0.0f : m[0].weight;
+                }
+            } else if (lane < K) {
+                const Meta e = m[lane];
+                const long long id =
+                    e.expert < 0 ? -1
+                                 : (h.global_ids ? e.expert : e.expert - g.rank * g.local_experts);
+                if (a.out_idx_int64) {
+                    static_cast<long long *>(a.out_topk_idx)[(size_t)i * K + lane] = id;
+                } else {
+                    static_cast<int32_t *>(a.out_topk_idx)[(size_t)i * K + lane] = (int32_t)id;
+                }
+                static_cast<float *>(a.out_topk_weights)[(size_t)i * K + lane] = e.weight;
+            }
+        }
+    }
+    if (last_block(&g.state->arrive[2])) {
+        signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1);
+        if (threadIdx.x == 0) {
+            *reinterpret_cast<volatile unsigned long long *>(&g.state->dispatch_seq) = op + 1;
+        }
+    }
+}
+
+// ---- combine ----
+
+__global__ void __launch_bounds__(kThreads, 2)
+    stage_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
+                 ncclx_ep_ht_combine_desc_t a)
+{
+    const unsigned long long op = load_volatile(&g.state->combine_seq);
+    const int lane = threadIdx.x % kWarpSize, KM = g.max_topk;
+    char *self = peer_base(g, g.rank);
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op)) {
+        const long long rows = h.totals[1];
+        for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
+             i += (long long)gridDim.x * kWarps) {
+            const LaneTargets to = {1u, self + g.combine_rows + (size_t)i * g.combine_row_bytes};
+            warp_copy_to(to, static_cast<const char *>(a.expert_out) + (size_t)i * a.row_bytes, 0,
+                         a.row_bytes, lane);
+            if (a.backward) {
+                float *grads = grad_rows(self, g) + (size_t)i * KM;
+                if (h.expert_major) {
+                    if (lane == 0) {
+                        grads[0] = a.topk_weights[i];
+                    }
+                } else if (lane < h.topk) {
+                    grads[lane] = a.topk_weights[(size_t)i * h.topk + lane];
+                }
+            }
+        }
+    }
+    if (last_block(&g.state->arrive[3])) {
+        signal_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1);
+    }
+}
+
+template <int kDtype> struct Vec;
+template <> struct Vec<kBf16> {
+    static constexpr int N = 8;
+    __device__ static void add(float *acc, uint4 v)
+    {
+        const __nv_bfloat162 *p = reinterpret_cast<const __nv_bfloat162 *>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float2 f = __bfloat1622float2(p[i]);
+            acc[2 * i] += f.x;
+            acc[2 * i + 1] += f.y;
+        }
+    }
+    __device__ static uint4 pack(const float *acc)
+    {
+        uint4 v;
+        __nv_bfloat162 *p = reinterpret_cast<__nv_bfloat162 *>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            p[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+        }
+        return v;
+    }
+};
+template <> struct Vec<kFp16> {
+    static constexpr int N = 8;
+    __device__ static void add(float *acc, uint4 v)
+    {
+        const __half2 *p = reinterpret_cast<const __half2 *>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float2 f = __half22float2(p[i]);
+            acc[2 * i] += f.x;
+            acc[2 * i + 1] += f.y;
+        }
+    }
+    __device__ static uint4 pack(const float *acc)
+    {
+        uint4 v;
+        __half2 *p = reinterpret_cast<__half2 *>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            p[i] = __floats2half2_rn(acc[2 * i], acc[2 * i + 1]);
+        }
+        return v;
+    }
+};
+template <> struct Vec<kFp32> {
+    static constexpr int N = 4;
+    __device__ static void add(float *acc, uint4 v)
+    {
+        acc[0] += __uint_as_float(v.x);
+        acc[1] += __uint_as_float(v.y);
+        acc[2] += __uint_as_float(v.z);
+        acc[3] += __uint_as_float(v.w);
+    }
+    __device__ static uint4 pack(const float *acc)
+    {
+        return make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]), __float_as_uint(acc[2]),
+                          __float_as_uint(acc[3]));
+    }
+};
+
+// One warp per token: its source rows in summation order (rank, then expert) go to shared
+// memory, then each lane sums its 16-byte columns over them.
+template <int kDtype>
+__global__ void __launch_bounds__(kThreads, 2)
+    reduce_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
+                  ncclx_ep_ht_combine_desc_t a)
+{
+    __shared__ const char *sources[kWarps][kWarpSize];
+    const unsigned long long op = load_volatile(&g.state->combine_seq);
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const int K = h.topk, KM = g.max_topk;
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1)) {
+        for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
+            const Entry en = load_entry(g, h, t, lane);
+            int row = -1;
+            if (en.expert >= 0) {
+                row = h.expert_major ? h.em_row[(size_t)t * K + lane]
+                                     : h.flat_row[(size_t)t * g.ranks + en.rank];
+            }
+            // FLAT: one source per rank (its first entry); EM: one per expert.  Order: by
+            // expert id, which orders ranks too (ranks own ascending expert ranges).
+            const bool source = row >= 0 && (h.expert_major || en.order == 0);
+            const unsigned sources_mask = __ballot_sync(0xffffffffu, source);
+            int position = 0;
+            for (unsigned rest = sources_mask; rest != 0; rest &= rest - 1) {
+                position += __shfl_sync(0xffffffffu, en.expert, __ffs(rest) - 1) < en.expert;
+            }
+            char *base = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
+            if (source) {
+                sources[warp][position] = base + g.combine_rows + (size_t)row * g.combine_row_bytes;
+            }
+            __syncwarp();
+            const int n = __popc(sources_mask);
+            char *out = static_cast<char *>(a.out) + (size_t)t * a.row_bytes;
+            for (size_t o = (size_t)lane * 16; o < a.row_bytes; o += kWarpSize * 16) {
+                float acc[Vec<kDtype>::N];
+#pragma unroll
+                for (int i = 0; i < Vec<kDtype>::N; i++) {
+                    acc[i] = 0.0f;
+                }
+                for (int s = 0; s < n; s++) {
+                    Vec<kDtype>::add(acc, *reinterpret_cast<const uint4 *>(sources[warp][s] + o));
+                }
+                *reinterpret_cast<uint4 *>(out + o) = Vec<kDtype>::pack(acc);
+            }
+            if (a.backward && lane < K) {
+                float grad = 0.0f;
+                if (row >= 0) {
+                    const float *grads = grad_rows(base, g) + (size_t)row * KM;
+                    grad = h.expert_major ? grads[0] : grads[en.order];
+                }
+                a.out_topk_weights[(size_t)t * K + lane] = grad;
+            }
+            __syncwarp();
+        }
+    }
+    if (last_block(&g.state->arrive[4])) {
+        signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1);
+        if (threadIdx.x == 0) {
+            *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
+        }
+    }
+}
+
+} // namespace
+} // namespace ht
+} // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ht_launch_dispatch(const ncclx_ep_ht_group_desc_t *g,
+                                                   const ncclx_ep_ht_handle_desc_t *h,
+                                                   const ncclx_ep_ht_dispatch_desc_t *a,
+                                                   cudaStream_t stream)
+{
+    using namespace ncclx::ht;
+    cudaError_t err;
+    push_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    copy_out_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_launch_combine(const ncclx_ep_ht_group_desc_t *g,
+                                                  const ncclx_ep_ht_handle_desc_t *h,
+                                                  const ncclx_ep_ht_combine_desc_t *a,
+                                                  cudaStream_t stream)
+{
+    using namespace ncclx::ht;
+    cudaError_t err;
+    stage_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    if (a->dtype == ncclx::kBf16) {
+        reduce_kernel<ncclx::kBf16><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else if (a->dtype == ncclx::kFp16) {
+        reduce_kernel<ncclx::kFp16><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else {
+        reduce_kernel<ncclx::kFp32><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_data_load(void)
+{
+    using namespace ncclx::ht;
+    const void *const kernels[] = {reinterpret_cast<const void *>(push_kernel),
+                                   reinterpret_cast<const void *>(copy_out_kernel),
+                                   reinterpret_cast<const void *>(stage_kernel),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32>)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * HT routing at handle create/update (docs/ep-ht.md, "Routing"): three kernels, all
+ * capturable.
+ *  1. publish: validate topk_idx into the handle and write this rank's routing map (one bit
+ *     per (token, expert); every row up to T, so no stale bits of an earlier routing survive).
+ *  2. count: read every rank's map and count, per source rank, the tokens listing each expert
+ *     and the tokens hitting each rank.
+ *  3. scan: prefix counts over this rank's own rows give each token's final receive row at every
+ *     destination (FLAT) or for every expert (EXPERT_MAJOR); the receiver-side counts, zone
+ *     offsets and totals go into the handle.  Its last block tells every rank that this rank
+ *     has finished reading their maps.
+ * Also the layout copy (ncclxEpHandleGetLayout) and the error clear of HT groups.
+ */
+#include "ep_ht_common.cuh"
+
+namespace ncclx
+{
+namespace ht
+{
+namespace
+{
+
+static_assert(sizeof(ncclx_ep_ht_state_t) <= 256, "HT state fits NCCLX_EP_DEV_STATE_BYTES");
+
+template <typename I>
+__device__ void publish_rows(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht_handle_desc_t &h,
+                             const I *topk_idx)
+{
+    uint32_t *map = reinterpret_cast<uint32_t *>(peer_base(g, g.rank) + g.map);
+    const int K = h.topk, W = g.map_words;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < g.max_tokens;
+         t += gridDim.x * blockDim.x) {
+        uint32_t *row = map + (size_t)t * W;
+        for (int w = 0; w < W; w++) {
+            row[w] = 0;
+        }
+        bool bad = false;
+        for (int k = 0; k < K; k++) {
+            int e = -1;
+            if (t < h.num_tokens) {
+                const long long v = (long long)topk_idx[(size_t)t * K + k];
+                if (v >= 0 && v < g.num_experts) {
+                    e = (int)v;
+                } else if (v != -1) {
+                    bad = true;
+                }
+            }
+            // A repeated expert is routed once, by its first listing.
+            if (e >= 0 && row_has(row, e)) {
+                e = -1;
+            }
+            if (e >= 0) {
+                row[e >> 5] |= 1u << (e & 31);
+            }
+            h.idx[(size_t)t * K + k] = e;
+            if (h.em_row != nullptr) {
+                h.em_row[(size_t)t * K + k] = -1;
+            }
+        }
+        if (bad) {
+            report_error(g, kErrorBadExpert);
+        }
+    }
+}
+
+// Kernel 1.  The map may be rewritten only once every rank has read the previous one.
+template <typename I>
+__global__ void __launch_bounds__(kThreads)
+    publish_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, const I *topk_idx)
+{
+    const unsigned long long op = load_volatile(&g.state->route_seq);
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_MAP_READ, op)) {
+        publish_rows(g, h, topk_idx);
+        const int counters = g.ranks * g.num_experts + g.ranks * g.ranks;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < counters;
+             i += gridDim.x * blockDim.x) {
+            if (i < g.ranks * g.num_experts) {
+                g.expert_hits[i] = 0;
+            } else {
+                g.rank_hits[i - g.ranks * g.num_experts] = 0;
+            }
+        }
+    }
+    if (last_block(&g.state->arrive[0])) {
+        signal_all(g, NCCLX_EP_HT_SIG_MAP_PUBLISHED, op + 1);
+    }
+}
+
+// Kernel 2.  Work item = (source, chunk of kThreads rows); counts gather in shared memory
+// (num_experts + ranks ints) and are added to the group's counters once per item.
+__global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_t g)
+{
+    extern __shared__ int counts[]; // [E] experts, then [R] ranks
+    int *rank_counts = counts + g.num_experts;
+    const unsigned long long op = load_volatile(&g.state->route_seq);
+    const int chunks = (g.max_tokens + kThreads - 1) / kThreads;
+    const int W = g.map_words, L = g.local_experts;
+    for (int i = threadIdx.x; i < g.num_experts + g.ranks; i += blockDim.x) {
+        counts[i] = 0;
+    }
+    for (int item = blockIdx.x; item < g.ranks * chunks; item += gridDim.x) {
+        const int s = item / chunks;
+        const int t = (item % chunks) * kThreads + threadIdx.x;
+        if (!block_wait_one(g, NCCLX_EP_HT_SIG_MAP_PUBLISHED, s, op + 1)) {
+            return;
+        }
+        if (t < g.max_tokens) {
+            const uint32_t *row = map_of(g, s) + (size_t)t * W;
+            int last_rank = -1;
+            for (int w = 0; w < W; w++) {
+                for (uint32_t bits = row[w]; bits != 0; bits &= bits - 1) {
+                    const int e = (w << 5) + __ffs(bits) - 1;
+                    atomicAdd(&counts[e], 1);
+                    if (e / L != last_rank) { // bits ascend: ranks ascend
+                        last_rank = e / L;
+                        atomicAdd(&rank_counts[last_rank], 1);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        for (int j = threadIdx.x; j < g.num_experts + g.ranks; j += blockDim.x) {
+            if (counts[j] != 0) {
+                int *dst = j < g.num_experts
+                               ? &g.expert_hits[(size_t)s * g.num_experts + j]
+                               : &g.rank_hits[(size_t)s * g.ranks + j - g.num_experts];
+                atomicAdd(dst, counts[j]);
+                counts[j] = 0;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+__device__ __forceinline__ int warp_sum(int v)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ long long warp_sum64(long long v)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    return v;
+}
+
+// Tokens of every source listing expert e (a warp computes it; every lane gets it).
+__device__ __forceinline__ int expert_total(const ncclx_ep_ht_group_desc_t &g, int e, int lane)
+{
+    int v = 0;
+    for (int s = lane; s < g.ranks; s += kWarpSize) {
+        v += g.expert_hits[(size_t)s * g.num_experts + e];
+    }
+    return warp_sum(v);
+}
+
+// Unclamped start of expert e's zone on its rank: padded sizes of the rank's earlier experts.
+__device__ __forceinline__ long long zone_start(const ncclx_ep_ht_group_desc_t &g, int e, int lane)
+{
+    const int first = e / g.local_experts * g.local_experts;
+    long long base = 0;
+    for (int x = first; x < e; x++) {
+        base += padded(expert_total(g, x, lane), g.alignment);
+    }
+    return base;
+}
+
+// FLAT: row of each of this rank's tokens at rank j = tokens of earlier sources hitting j +
+// this rank's earlier tokens hitting j.
+__device__ void scan_rank(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht_handle_desc_t &h,
+                          int j, int lane)
+{
+    const uint32_t *map = map_of(g, g.rank);
+    const int L = g.local_experts;
+    int before = 0;
+    for (int s = lane; s < g.rank; s += kWarpSize) {
+        before += g.rank_hits[(size_t)s * g.ranks + j];
+    }
+    long long row = warp_sum(before);
+    for (int t0 = 0; t0 < g.max_tokens; t0 += kWarpSize) {
+        const int t = t0 + lane;
+        const bool hit =
+            t < h.num_tokens && row_has_range(map + (size_t)t * g.map_words, j * L, (j + 1) * L);
+        const unsigned hits = __ballot_sync(0xffffffffu, hit);
+        const long long mine = row + __popc(hits & lanemask_lt());
+        if (t < g.max_tokens) {
+            h.flat_row[(size_t)t * g.ranks + j] = hit && mine < g.recv_slots ? (int)mine : -1;
+        }
+        row += __popc(hits);
+    }
+}
+
+// EXPERT_MAJOR: row of each of this rank's tokens for expert e = zone start + tokens of
+// earlier sources listing e + this rank's earlier tokens listing e.
+__device__ void scan_expert(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht_handle_desc_t &h,
+                            int e, int lane)
+{
+    const uint32_t *map = map_of(g, g.rank);
+    int before = 0;
+    for (int s = lane; s < g.rank; s += kWarpSize) {
+        before += g.expert_hits[(size_t)s * g.num_experts + e];
+    }
+    long long row = zone_start(g, e, lane) + warp_sum(before);
+    for (int t0 = 0; t0 < h.num_tokens; t0 += kWarpSize) {
+        const int t = t0 + lane;
+        const bool hit = t < h.num_tokens && row_has(map + (size_t)t * g.map_words, e);
+        const unsigned hits = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+            const long long mine = row + __popc(hits & lanemask_lt());
+            for (int k = 0; k < h.topk; k++) {
+                if (h.idx[(size_t)t * h.topk + k] == e) {
+                    h.em_row[(size_t)t * h.topk + k] = mine < g.recv_slots ? (int)mine : -1;
+                    break;
+                }
+            }
+        }
+        row += __popc(hits);
+    }
+}
+
+// Rows of FLAT receive order kept under the budget that list local expert e: sources whose
+// rows all fit count whole; the source that crosses S is scanned row by row.
+__device__ int flat_kept_for_expert(const ncclx_ep_ht_group_desc_t &g, int e, int lane)
+{
+    const int L = g.local_experts, me = g.rank;
+    long long base = 0;
+    int kept = 0;
+    for (int s = 0; s < g.ranks && base < g.recv_slots; s++) {
+        const int n = g.rank_hits[(size_t)s * g.ranks + me];
+        if (base + n <= g.recv_slots) {
+            kept += g.expert_hits[(size_t)s * g.num_experts + e];
+        } else {
+            const uint32_t *map = map_of(g, s);
+            long long row = base;
+            int mine = 0;
+            for (int t0 = 0; t0 < g.max_tokens && row < g.recv_slots; t0 += kWarpSize) {
+                const int t = t0 + lane;
+                const uint32_t *r = map + (size_t)t * g.map_words;
+                const bool hit = t < g.max_tokens && row_has_range(r, me * L, (me + 1) * L);
+                const unsigned hits = __ballot_sync(0xffffffffu, hit);
+                const bool keep = hit && row + __popc(hits & lanemask_lt()) < g.recv_slots;
+                mine += keep && row_has(r, e);
+                row += __popc(hits);
+            }
+            kept += warp_sum(mine);
+        }
+        base += n;
+    }
+    return kept;
+}
+
+// This rank's receive side: per local expert counts and zones, and the totals.
+__device__ void receiver_expert(const ncclx_ep_ht_group_desc_t &g,
+                                const ncclx_ep_ht_handle_desc_t &h, int el, int lane)
+{
+    const int e = g.rank * g.local_experts + el;
+    const int count = expert_total(g, e, lane);
+    const long long base = zone_start(g, e, lane);
+    const long long S = g.recv_slots;
+    int reported;
+    if (h.expert_major) {
+        const long long room = S - base > 0 ? S - base : 0;
+        const long long pad = padded(count, g.alignment);
+        reported = (int)(pad < room ? pad : room);
+    } else {
+        reported = flat_kept_for_expert(g, e, lane);
+    }
+    if (lane == 0) {
+        h.zone_count[el] = count;
+        h.zone_base[el] = (int)(base < S ? base : S);
+        h.counts[el] = reported;
+        h.offsets[el] = (int)(base < S ? base : S);
+    }
+}
+
+__device__ void receiver_totals(const ncclx_ep_ht_group_desc_t &g,
+                                const ncclx_ep_ht_handle_desc_t &h, int lane)
+{
+    long long total = 0, em_total = 0;
+    for (int s = lane; s < g.ranks; s += kWarpSize) {
+        total += g.rank_hits[(size_t)s * g.ranks + g.rank];
+    }
+    total = warp_sum64(total);
+    for (int el = 0; el < g.local_experts; el++) {
+        em_total += padded(expert_total(g, g.rank * g.local_experts + el, lane), g.alignment);
+    }
+    const long long need = h.expert_major ? em_total : total;
+    const long long S = g.recv_slots;
+    if (lane == 0) {
+        h.totals[0] = need;
+        h.totals[1] = need < S ? need : S;
+        h.offsets[g.local_experts] = (int)(em_total < S ? em_total : S);
+        if (need > S && !g.drop) {
+            report_error(g, kErrorOverflow);
+        }
+    }
+}
+
+// Kernel 3: one warp per work item: R destination scans (FLAT) or E expert scans (EM), then L
+// receiver experts, then the totals.
+__global__ void __launch_bounds__(kThreads)
+    scan_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h)
+{
+    const unsigned long long op = load_volatile(&g.state->route_seq);
+    const int lane = threadIdx.x % kWarpSize;
+    const int scans = h.expert_major ? g.num_experts : g.ranks;
+    const int items = scans + g.local_experts + 1;
+    if (!halted(g)) {
+        for (int item = blockIdx.x * kWarps + threadIdx.x / kWarpSize; item < items;
+             item += gridDim.x * kWarps) {
+            if (item < scans) {
+                if (h.expert_major) {
+                    scan_expert(g, h, item, lane);
+                } else {
+                    scan_rank(g, h, item, lane);
+                }
+            } else if (item < scans + g.local_experts) {
+                receiver_expert(g, h, item - scans, lane);
+            } else {
+                receiver_totals(g, h, lane);
+            }
+        }
+    }
+    if (last_block(&g.state->arrive[0])) {
+        signal_all(g, NCCLX_EP_HT_SIG_MAP_READ, op + 1);
+        if (threadIdx.x == 0) {
+            *reinterpret_cast<volatile unsigned long long *>(&g.state->route_seq) = op + 1;
+        }
+    }
+}
+
+__global__ void layout_kernel(ncclx_ep_ht_handle_desc_t h, int local_experts,
+                              ncclx_ep_ht_layout_desc_t l)
+{
+    for (int i = threadIdx.x; i <= local_experts; i += blockDim.x) {
+        if (l.counts != nullptr && i < local_experts) {
+            if (l.int64) {
+                static_cast<long long *>(l.counts)[i] = h.counts[i];
+            } else {
+                static_cast<int32_t *>(l.counts)[i] = h.counts[i];
+            }
+        }
+        if (l.offsets != nullptr && i < l.offsets_entries) {
+            if (l.int64) {
+                static_cast<long long *>(l.offsets)[i] = h.offsets[i];
+            } else {
+                static_cast<int32_t *>(l.offsets)[i] = h.offsets[i];
+            }
+        }
+    }
+    if (threadIdx.x == 0 && l.total != nullptr) {
+        if (l.int64) {
+            *static_cast<long long *>(l.total) = h.totals[0];
+        } else {
+            *static_cast<int32_t *>(l.total) =
+                h.totals[0] > 0x7fffffffLL ? 0x7fffffff : (int32_t)h.totals[0];
+        }
+    }
+}
+
+__global__ void clear_error_kernel(ncclx_ep_ht_group_desc_t g, unsigned bits)
+{
+    const unsigned old = atomicAnd(&g.state->error, ~bits);
+    publish_status(g, old & ~bits);
+}
+
+size_t count_smem(const ncclx_ep_ht_group_desc_t *g)
+{
+    return (size_t)(g->num_experts + g->ranks) * sizeof(int);
+}
+
+} // namespace
+} // namespace ht
+} // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *g,
+                                                const ncclx_ep_ht_handle_desc_t *h,
+                                                const void *topk_idx, int idx_int64,
+                                                cudaStream_t stream)
+{
+    using namespace ncclx::ht;
+    cudaError_t err;
+    if (idx_int64) {
+        publish_kernel<long long>
+            <<<g->blocks, kThreads, 0, stream>>>(*g, *h, static_cast<const long long *>(topk_idx));
+    } else {
+        publish_kernel<int32_t>
+            <<<g->blocks, kThreads, 0, stream>>>(*g, *h, static_cast<const int32_t *>(topk_idx));
+    }
+    if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    count_kernel<<<g->blocks, kThreads, count_smem(g), stream>>>(*g);
+    if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    scan_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_launch_layout(const ncclx_ep_ht_group_desc_t *g,
+                                                 const ncclx_ep_ht_handle_desc_t *h,
+                                                 const ncclx_ep_ht_layout_desc_t *l,
+                                                 cudaStream_t stream)
+{
+    ncclx::ht::layout_kernel<<<1, 256, 0, stream>>>(*h, g->local_experts, *l);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_launch_clear_error(const ncclx_ep_ht_group_desc_t *g,
+                                                      unsigned bits, cudaStream_t stream)
+{
+    ncclx::ht::clear_error_kernel<<<1, 1, 0, stream>>>(*g, bits);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_route_load(void)
+{
+    using namespace ncclx::ht;
+    const void *const kernels[] = {reinterpret_cast<const void *>(publish_kernel<long long>),
+                                   reinterpret_cast<const void *>(publish_kernel<int32_t>),
+                                   reinterpret_cast<const void *>(count_kernel),
+                                   reinterpret_cast<const void *>(scan_kernel),
+                                   reinterpret_cast<const void *>(layout_kernel),
+                                   reinterpret_cast<const void *>(clear_error_kernel)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
+}

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * EP HT entry points behind the shared ones of lib/ep_ll.c: the kernels' view of an HT group
+ * and handle, argument checks of routing, dispatch, combine and the layout query (every
+ * mismatch names the call and the field), and the launches.  Nothing here allocates or waits
+ * for the GPU; the kernels are kernels/ep_ht_route.cu and kernels/ep_ht_data.cu.
+ */
+#include <string.h>
+
+#include "context.h"
+#include "env.h"
+#include "ep_group.h"
+#include "ep_tensor.h"
+#include "error.h"
+#include "gpu_check.h"
+#include "struct.h"
+
+#define BIT(t)       NCCLX_DTYPE_BIT(t)
+#define IDX_DTYPES   (BIT(NCCLX_INT32) | BIT(NCCLX_INT64))
+#define FLOAT_TOKENS (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
+#define ALL_DTYPES   ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
+
+void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks)
+{
+    ncclx_ep_ht_group_desc_t *d = &g->ht;
+    const ncclx_ep_group_regions_t *r = &g->regions;
+    int32_t *counters = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->ht_counters);
+    memset(d, 0, sizeof(*d));
+    ncclx_ep_ht_handle_layout(&g->dims, &g->ht_handle_layout);
+    d->rank = rank;
+    d->ranks = (int)g->dims.ranks;
+    d->local_experts = (int)g->dims.local_experts;
+    d->num_experts = (int)g->plan.num_experts;
+    d->max_tokens = (int)g->dims.tokens;
+    d->max_topk = (int)g->dims.topk;
+    d->hidden = (int)g->dims.hidden;
+    d->recv_slots = (int)g->dims.recv_slots;
+    d->map_words = (int)((g->plan.num_experts + 31) / 32);
+    d->blocks = g->plan.sm_budget != 0 ? (int)g->plan.sm_budget : blocks;
+    d->drop = g->plan.overflow_policy == NCCLX_EP_OVERFLOW_DROP;
+    d->alignment = g->plan.expert_alignment > 1 ? (int)g->plan.expert_alignment : 1;
+    d->peers = (void *const *)ctx->peer_table;
+    d->map = r->ht_map;
+    d->signals = r->signals;
+    d->dispatch_rows = r->dispatch_recv;
+    d->dispatch_meta = r->ht_dispatch_meta;
+    d->combine_rows = r->combine_recv;
+    d->combine_meta = r->ht_combine_meta;
+    d->payload_bytes = g->dims.payload_bytes;
+    d->combine_row_bytes = g->dims.combine_slot_bytes;
+    d->expert_hits = counters;
+    d->rank_hits = counters + (size_t)g->dims.ranks * g->plan.num_experts;
+    d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
+    d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
+    d->timeout_ns = g->desc.timeout_ns; /* the plan's, or NCCLX_TIMEOUT_MS (ncclx_ep_group_bind) */
+}
+
+ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
+{
+    if (c->layout != NCCLX_EP_LAYOUT_FLAT && c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "config->layout=0x%x: an HT handle is NCCLX_EP_LAYOUT_FLAT or "
+                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR",
+                           c->layout);
+    }
+    if (!(g->plan.layouts & c->layout)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "config->layout=0x%x is not in the group's plan layouts 0x%x", c->layout,
+                           g->plan.layouts);
+    }
+    if (c->topk < 1 || c->topk > g->plan.max_topk) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
+                           c->topk, g->plan.max_topk);
+    }
+    if (c->global_expert_ids > 1) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->global_expert_ids=%u: must be 0 or 1",
+                           c->global_expert_ids);
+    }
+    return ncclxSuccess;
+}
+
+void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const ncclx_ep_ht_handle_layout_t *l = &g->ht_handle_layout;
+    char *base = g->handle_memory + (size_t)h->index * l->bytes;
+    ncclx_ep_ht_handle_desc_t *d = &h->ht;
+    const int em = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    d->idx = (int32_t *)(base + l->idx);
+    d->flat_row = (int32_t *)(base + l->flat_row);
+    d->em_row = em ? (int32_t *)(base + l->em_row) : NULL;
+    d->totals = (long long *)(base + l->totals);
+    d->counts = (int32_t *)(base + l->counts);
+    d->offsets = (int32_t *)(base + l->offsets);
+    d->zone_count = (int32_t *)(base + l->zone_count);
+    d->zone_base = (int32_t *)(base + l->zone_base);
+    d->topk = (int)h->config.topk;
+    d->expert_major = em;
+    d->global_ids = (int)h->config.global_expert_ids;
+}
+
+ncclxResult_t ncclx_ep_ht_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
+                                const char *call, ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
+    char what[96];
+    ncclxResult_t res = ncclxSuccess;
+    snprintf(what, sizeof(what), "%s: topk_idx", call);
+    NCCLX_CHECK(ncclx_tensor_check(topk_idx, what, IDX_DTYPES, 2, shape, "[num_tokens, topk]"));
+    if (topk_idx->shape[0] > (int64_t)g->dims.tokens) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%s.shape[0]=%lld tokens exceeds the group's "
+                           "max_dispatch_tokens_per_rank=%u",
+                           what, (long long)topk_idx->shape[0], g->dims.tokens);
+    }
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, call));
+    h->routed = 0;
+    h->dispatched = 0;
+    h->ht.num_tokens = (int)topk_idx->shape[0];
+    ncclx_ep_clear_stale_cuda_error(call);
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_route(&g->ht, &h->ht, topk_idx->data,
+                                                   topk_idx->dtype == NCCLX_INT64,
+                                                   (cudaStream_t)stream),
+                          res, out);
+    h->routed = 1;
+    NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, out);
+out:
+    return res;
+}
+
+/* Receive-side tensors have S rows (the group's max_recv_tokens_per_rank). */
+static const char *const ncclx_recv_why = "[max_recv_tokens_per_rank, ...]";
+
+static ncclxResult_t ncclx_ht_check_pass(uint32_t pass, const char *call)
+{
+    if (pass != NCCLX_EP_PASS_FORWARD && pass != NCCLX_EP_PASS_BACKWARD) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%s: args->pass=%u: NCCLX_EP_PASS_FORWARD (0) or "
+                           "NCCLX_EP_PASS_BACKWARD (1)",
+                           call, pass);
+    }
+    return ncclxSuccess;
+}
+
+/* A tensor that this call must not get. */
+static ncclxResult_t ncclx_ht_absent(const ncclxTensor_t *t, const char *what, const char *why)
+{
+    if (t->ndim != 0 || t->data != NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclx%s must be absent (NCCLX_TENSOR_INIT): %s",
+                           what, why);
+    }
+    return ncclxSuccess;
+}
+
+/* Dispatch tokens and scales: fills row and scale bytes. */
+static ncclxResult_t ncclx_ht_check_rows(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                         ncclx_ep_ht_dispatch_desc_t *d)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const int64_t in_shape[2] = {h->ht.num_tokens, g->plan.hidden};
+    const int64_t out_shape[2] = {g->dims.recv_slots, g->plan.hidden};
+    const int quant = a->recipe == NCCLX_EP_RECIPE_QUANT_FWD;
+    const uint32_t allowed = quant ? g->plan.token_dtypes : (g->plan.token_dtypes & FLOAT_TOKENS);
+    NCCLX_CHECK(ncclx_tensor_check(&a->tokens, "ncclxEpDispatch: args->tokens", allowed, 2,
+                                   in_shape, "[num_tokens of the handle, the group's hidden]"));
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_tokens, "ncclxEpDispatch: args->out_tokens",
+                                   BIT(a->tokens.dtype), 2, out_shape,
+                                   "[max_recv_tokens_per_rank, hidden]"));
+    d->row_bytes = ncclx_tensor_row_bytes(&a->tokens);
+    if (d->row_bytes % 16 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->tokens rows of %zu bytes are not 16-byte "
+                           "multiples",
+                           d->row_bytes);
+    }
+    d->scale_bytes = 0;
+    if (!quant) {
+        NCCLX_CHECK(ncclx_ht_absent(&a->scales, "EpDispatch: args->scales",
+                                    "scales travel only with NCCLX_EP_RECIPE_QUANT_FWD"));
+        return ncclx_ht_absent(&a->out_scales, "EpDispatch: args->out_scales",
+                               "scales travel only with NCCLX_EP_RECIPE_QUANT_FWD");
+    }
+    if (d->row_bytes > g->plan.max_token_bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->tokens rows are %zu bytes, more than the plan's "
+                           "max_token_bytes=%u",
+                           d->row_bytes, g->plan.max_token_bytes);
+    }
+    if (a->scales.ndim == 0) {
+        return ncclx_ht_absent(&a->out_scales, "EpDispatch: args->out_scales",
+                               "args->scales is absent");
+    }
+    const int64_t s_shape[2] = {h->ht.num_tokens, NCCLX_ANY_DIM};
+    NCCLX_CHECK(ncclx_tensor_check(&a->scales, "ncclxEpDispatch: args->scales", ALL_DTYPES, 2,
+                                   s_shape, "[num_tokens, scales per token]"));
+    d->scale_bytes = ncclx_tensor_row_bytes(&a->scales);
+    if (d->scale_bytes % 16 != 0 || d->scale_bytes > g->plan.max_scale_bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->scales rows are %zu bytes: HT needs a 16-byte "
+                           "multiple of at most the plan's max_scale_bytes=%u",
+                           d->scale_bytes, g->plan.max_scale_bytes);
+    }
+    const int64_t os_shape[2] = {g->dims.recv_slots, a->scales.shape[1]};
+    NCCLX_CHECK(ncclx_tensor_check(&a->out_scales, "ncclxEpDispatch: args->out_scales",
+                                   BIT(a->scales.dtype), 2, os_shape, ncclx_recv_why));
+    d->scales = a->scales.data;
+    d->out_scales = a->out_scales.data;
+    return ncclxSuccess;
+}
+
+/* Forward: weights in; FLAT ids and weights out, EXPERT_MAJOR one weight per row.  Backward:
+ * none of them. */
+static ncclxResult_t ncclx_ht_check_weights(const ncclx_ep_handle_t *h,
+                                            const ncclxEpDispatchArgs_t *a,
+                                            ncclx_ep_ht_dispatch_desc_t *d)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const int64_t S = g->dims.recv_slots, K = h->ht.topk;
+    if (d->backward) {
+        const char *why = "a backward dispatch moves gradients only";
+        NCCLX_CHECK(ncclx_ht_absent(&a->topk_weights, "EpDispatch: args->topk_weights", why));
+        NCCLX_CHECK(ncclx_ht_absent(&a->out_topk_idx, "EpDispatch: args->out_topk_idx", why));
+        return ncclx_ht_absent(&a->out_topk_weights, "EpDispatch: args->out_topk_weights", why);
+    }
+    const int64_t w_shape[2] = {h->ht.num_tokens, K};
+    NCCLX_CHECK(ncclx_tensor_check(&a->topk_weights, "ncclxEpDispatch: args->topk_weights",
+                                   BIT(NCCLX_FLOAT32), 2, w_shape, "[num_tokens, topk]"));
+    if (h->ht.expert_major) {
+        const int64_t ow_shape[1] = {S};
+        NCCLX_CHECK(ncclx_ht_absent(&a->out_topk_idx, "EpDispatch: args->out_topk_idx",
+                                    "an EXPERT_MAJOR row's zone names its expert"));
+        NCCLX_CHECK(ncclx_tensor_check(
+            &a->out_topk_weights, "ncclxEpDispatch: args->out_topk_weights", BIT(NCCLX_FLOAT32), 1,
+            ow_shape, "[max_recv_tokens_per_rank] (expert-major)"));
+    } else {
+        const int64_t o_shape[2] = {S, K};
+        NCCLX_CHECK(ncclx_tensor_check(&a->out_topk_idx, "ncclxEpDispatch: args->out_topk_idx",
+                                       IDX_DTYPES, 2, o_shape, "[max_recv_tokens_per_rank, topk]"));
+        NCCLX_CHECK(
+            ncclx_tensor_check(&a->out_topk_weights, "ncclxEpDispatch: args->out_topk_weights",
+                               BIT(NCCLX_FLOAT32), 2, o_shape, "[max_recv_tokens_per_rank, topk]"));
+        d->out_topk_idx = a->out_topk_idx.data;
+        d->out_idx_int64 = a->out_topk_idx.dtype == NCCLX_INT64;
+    }
+    d->topk_weights = a->topk_weights.data;
+    d->out_topk_weights = a->out_topk_weights.data;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                   ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    ncclx_ep_ht_dispatch_desc_t d;
+    ncclxResult_t res = ncclxSuccess;
+    memset(&d, 0, sizeof(d));
+    if (a->recipe != NCCLX_EP_RECIPE_NONE && a->recipe != NCCLX_EP_RECIPE_QUANT_FWD) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->recipe=0x%x: HT dispatch takes "
+                           "NCCLX_EP_RECIPE_NONE or _QUANT_FWD",
+                           a->recipe);
+    }
+    if (!(g->plan.recipes & a->recipe)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->recipe=0x%x is not in the group's plan "
+                           "recipes 0x%x",
+                           a->recipe, g->plan.recipes);
+    }
+    if (a->send_only != 0 || a->round_scales != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->%s=%u: an LL feature (HT dispatch is whole); "
+                           "leave 0",
+                           a->send_only != 0 ? "send_only" : "round_scales",
+                           a->send_only != 0 ? a->send_only : a->round_scales);
+    }
+    NCCLX_CHECK(ncclx_ht_check_pass(a->pass, "ncclxEpDispatch"));
+    d.backward = a->pass == NCCLX_EP_PASS_BACKWARD;
+    NCCLX_CHECK(ncclx_ht_absent(&a->out_counts, "EpDispatch: args->out_counts",
+                                "HT counts come from ncclxEpHandleGetLayout"));
+    NCCLX_CHECK(ncclx_ht_check_rows(h, a, &d));
+    NCCLX_CHECK(ncclx_ht_check_weights(h, a, &d));
+    if (!h->routed) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpDispatch: handle %u has no routing (its last routing launch "
+                           "failed): call ncclxEpHandleUpdate",
+                           h->index);
+    }
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
+    d.tokens = a->tokens.data;
+    d.out_tokens = a->out_tokens.data;
+    h->dispatched = 0;
+    ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream),
+                          res, out);
+    h->dispatched = 1;
+    res = ncclx_ep_mark_stream(g, stream);
+out:
+    return res;
+}
+
+ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                  ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    const ncclxEpGroupPlan_t *p = &g->plan;
+    const int64_t S = g->dims.recv_slots, K = h->ht.topk;
+    const int64_t in_shape[2] = {S, p->hidden}, out_shape[2] = {h->ht.num_tokens, p->hidden};
+    /* FP32 rows need the wider combine rows, which the plan sizes only with FP32 tokens. */
+    const uint32_t allowed =
+        BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | (p->token_dtypes & BIT(NCCLX_FLOAT32));
+    ncclx_ep_ht_combine_desc_t d;
+    ncclxResult_t res = ncclxSuccess;
+    memset(&d, 0, sizeof(d));
+    if (a->send_only != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->send_only=%u: an LL feature; leave 0",
+                           a->send_only);
+    }
+    NCCLX_CHECK(ncclx_ht_check_pass(a->pass, "ncclxEpCombine"));
+    d.backward = a->pass == NCCLX_EP_PASS_BACKWARD;
+    NCCLX_CHECK(ncclx_tensor_check(&a->expert_out, "ncclxEpCombine: args->expert_out", allowed, 2,
+                                   in_shape, "[max_recv_tokens_per_rank, hidden]"));
+    NCCLX_CHECK(ncclx_tensor_check(&a->out, "ncclxEpCombine: args->out", BIT(a->expert_out.dtype),
+                                   2, out_shape, "[num_tokens of the handle, hidden]"));
+    d.row_bytes = ncclx_tensor_row_bytes(&a->expert_out);
+    if (d.row_bytes % 16 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->expert_out rows of %zu bytes (hidden=%u) are "
+                           "not 16-byte multiples",
+                           d.row_bytes, p->hidden);
+    }
+    if (d.backward) {
+        const int64_t flat[2] = {S, K}, em[1] = {S}, ow[2] = {h->ht.num_tokens, K};
+        NCCLX_CHECK(ncclx_tensor_check(
+            &a->topk_weights, "ncclxEpCombine: args->topk_weights", BIT(NCCLX_FLOAT32),
+            h->ht.expert_major ? 1 : 2, h->ht.expert_major ? em : flat,
+            h->ht.expert_major ? "[max_recv_tokens_per_rank] (expert-major)"
+                               : "[max_recv_tokens_per_rank, topk] (flat)"));
+        NCCLX_CHECK(ncclx_tensor_check(&a->out_topk_weights,
+                                       "ncclxEpCombine: args->out_topk_weights", BIT(NCCLX_FLOAT32),
+                                       2, ow, "[num_tokens, topk]"));
+        d.topk_weights = a->topk_weights.data;
+        d.out_topk_weights = a->out_topk_weights.data;
+    } else {
+        const char *why = "a forward HT combine sums rows the caller has already weighted";
+        NCCLX_CHECK(ncclx_ht_absent(&a->topk_weights, "EpCombine: args->topk_weights", why));
+        NCCLX_CHECK(ncclx_ht_absent(&a->out_topk_weights, "EpCombine: args->out_topk_weights",
+                                    "only a backward combine returns weight gradients"));
+    }
+    if (!h->dispatched) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpCombine: handle %u has no completed dispatch since its last "
+                           "routing",
+                           h->index);
+    }
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
+    d.expert_out = a->expert_out.data;
+    d.out = a->out.data;
+    d.dtype = (int)a->expert_out.dtype;
+    ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream), res,
+                          out);
+    res = ncclx_ep_mark_stream(g, stream);
+out:
+    return res;
+}
+
+/* One optional layout tensor: 1-D, at least min_entries, INT32 or INT64 like the others. */
+static ncclxResult_t ncclx_ht_check_info_tensor(const ncclxTensor_t *t, const char *field,
+                                                int64_t min_entries, int *dtype)
+{
+    char what[96];
+    if (t->ndim == 0 && t->data == NULL) {
+        return ncclxSuccess;
+    }
+    snprintf(what, sizeof(what), "ncclxEpHandleGetLayout: info->%s", field);
+    const int64_t any[1] = {NCCLX_ANY_DIM};
+    /* Written element by element: aligned to the element is enough. */
+    NCCLX_CHECK(ncclx_tensor_check_aligned(
+        t, what, *dtype < 0 ? IDX_DTYPES : BIT(*dtype), 1, any,
+        "[entries], INT32 or INT64 like the other layout tensors",
+        ncclx_tensor_elem_bits(t->dtype) / 8 > 0 ? ncclx_tensor_elem_bits(t->dtype) / 8 : 1));
+    if (t->shape[0] < min_entries || t->data == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s.shape[0]=%lld: needs at least %lld entries",
+                           what, (long long)t->shape[0], (long long)min_entries);
+    }
+    *dtype = (int)t->dtype;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_t *info,
+                                     ncclxStream_t stream)
+{
+    ncclxEpLayoutInfo_t in = NCCLX_EP_LAYOUT_INFO_INIT;
+    ncclx_ep_ht_layout_desc_t l;
+    int dtype = -1;
+    ncclxResult_t res = ncclxSuccess;
+    if (h == NULL || !h->live) {
+        return NCCLX_ERROR(h == NULL ? ncclxInvalidArgument : ncclxInvalidUsage,
+                           "ncclxEpHandleGetLayout: %s",
+                           h == NULL ? "handle is NULL" : "the handle was destroyed");
+    }
+    ncclx_ep_group_t *g = h->group;
+    if (g->plan.algorithm != NCCLX_EP_ALGO_HT) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleGetLayout: EP group %u is LL (its dispatch returns the "
+                           "counts in args->out_counts)",
+                           g->index);
+    }
+    NCCLX_CHECK(ncclx_struct_import(&in, sizeof(in), info, NCCLX_MAGIC_EP_LAYOUT_INFO,
+                                    NCCLX_EP_LAYOUT_INFO_SIZE_V1, "info"));
+    const int64_t L = g->dims.local_experts;
+    NCCLX_CHECK(ncclx_ht_check_info_tensor(&in.expert_counts, "expert_counts", L, &dtype));
+    NCCLX_CHECK(ncclx_ht_check_info_tensor(&in.expert_offsets, "expert_offsets", L, &dtype));
+    NCCLX_CHECK(ncclx_ht_check_info_tensor(&in.recv_total, "recv_total", 1, &dtype));
+    if (in.expert_offsets.data != NULL && !h->ht.expert_major) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleGetLayout: info->expert_offsets: a FLAT handle has no "
+                           "expert zones (leave it absent)");
+    }
+    if (!h->routed) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleGetLayout: handle %u has no routing (its last routing "
+                           "launch failed)",
+                           h->index);
+    }
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpHandleGetLayout"));
+    l.counts = in.expert_counts.data;
+    l.offsets = in.expert_offsets.data;
+    l.total = in.recv_total.data;
+    l.int64 = dtype == NCCLX_INT64;
+    l.offsets_entries = in.expert_offsets.shape[0] > L ? (int)L + 1 : (int)L;
+    ncclx_ep_clear_stale_cuda_error("ncclxEpHandleGetLayout");
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_layout(&g->ht, &h->ht, &l, (cudaStream_t)stream), res,
+                          out);
+    res = ncclx_ep_mark_stream(g, stream);
+out:
+    return res;
+}
