@@ -94,6 +94,13 @@ void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h);
 ncclxResult_t ncclx_ep_ht_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
                                 const char *call, ncclxStream_t stream);
 
+/** HT argument checks (naming the field) that fill the kernels' call descriptors; pure host
+ *  code (tests/unit/test_ep_ht_args.c runs them without a GPU). */
+ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                        ncclx_ep_ht_dispatch_desc_t *d);
+ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                       ncclx_ep_ht_combine_desc_t *d);
+
 /** HT dispatch / combine: checks the arguments (naming the field), then launches. */
 ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
                                    ncclxStream_t stream);

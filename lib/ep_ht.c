@@ -249,12 +249,11 @@ static ncclxResult_t ncclx_ht_check_weights(const ncclx_ep_handle_t *h,
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
-                                   ncclxStream_t stream)
+ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                        ncclx_ep_ht_dispatch_desc_t *out)
 {
-    ncclx_ep_group_t *g = h->group;
+    const ncclx_ep_group_t *g = h->group;
     ncclx_ep_ht_dispatch_desc_t d;
-    ncclxResult_t res = ncclxSuccess;
     memset(&d, 0, sizeof(d));
     if (a->recipe != NCCLX_EP_RECIPE_NONE && a->recipe != NCCLX_EP_RECIPE_QUANT_FWD) {
         return NCCLX_ERROR(ncclxInvalidArgument,
@@ -281,6 +280,19 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
                                 "HT counts come from ncclxEpHandleGetLayout"));
     NCCLX_CHECK(ncclx_ht_check_rows(h, a, &d));
     NCCLX_CHECK(ncclx_ht_check_weights(h, a, &d));
+    d.tokens = a->tokens.data;
+    d.out_tokens = a->out_tokens.data;
+    *out = d;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
+                                   ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    ncclx_ep_ht_dispatch_desc_t d;
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CHECK(ncclx_ep_ht_dispatch_desc(h, a, &d));
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpDispatch: handle %u has no routing (its last routing launch "
@@ -288,8 +300,6 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
                            h->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
-    d.tokens = a->tokens.data;
-    d.out_tokens = a->out_tokens.data;
     h->dispatched = 0;
     ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream),
@@ -300,10 +310,10 @@ out:
     return res;
 }
 
-ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
-                                  ncclxStream_t stream)
+ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                       ncclx_ep_ht_combine_desc_t *out)
 {
-    ncclx_ep_group_t *g = h->group;
+    const ncclx_ep_group_t *g = h->group;
     const ncclxEpGroupPlan_t *p = &g->plan;
     const int64_t S = g->dims.recv_slots, K = h->ht.topk;
     const int64_t in_shape[2] = {S, p->hidden}, out_shape[2] = {h->ht.num_tokens, p->hidden};
@@ -311,7 +321,6 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     const uint32_t allowed =
         BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | (p->token_dtypes & BIT(NCCLX_FLOAT32));
     ncclx_ep_ht_combine_desc_t d;
-    ncclxResult_t res = ncclxSuccess;
     memset(&d, 0, sizeof(d));
     if (a->send_only != 0) {
         return NCCLX_ERROR(ncclxInvalidArgument,
@@ -349,6 +358,20 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
         NCCLX_CHECK(ncclx_ht_absent(&a->out_topk_weights, "EpCombine: args->out_topk_weights",
                                     "only a backward combine returns weight gradients"));
     }
+    d.expert_out = a->expert_out.data;
+    d.out = a->out.data;
+    d.dtype = (int)a->expert_out.dtype;
+    *out = d;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                  ncclxStream_t stream)
+{
+    ncclx_ep_group_t *g = h->group;
+    ncclx_ep_ht_combine_desc_t d;
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CHECK(ncclx_ep_ht_combine_desc(h, a, &d));
     if (!h->dispatched) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpCombine: handle %u has no completed dispatch since its last "
@@ -356,9 +379,6 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
                            h->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
-    d.expert_out = a->expert_out.data;
-    d.out = a->out.data;
-    d.dtype = (int)a->expert_out.dtype;
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream), res,
                           out);

@@ -69,7 +69,8 @@ tests=$(sed -n 's/^\(PASS\|FAIL\|SKIP\): \([^ ]*\).*/\2 \1/p' "$log_dir/check-gp
 if [ -z "$tests" ] && [ $status -ne 0 ]; then
     tests="make check-gpu failed before any test ran (check-gpu.log)"
 fi
-# compute-sanitizer.  memcheck: the fill kernel, the EP LL test program (real 1-rank
+# compute-sanitizer.  memcheck: the EP HT test program (its team matrix, DROP, determinism
+# and two graph replays), the fill kernel, the EP LL test program (real 1-rank
 # communicator and loopback teams of 2, 4 and 8: the sanitizer keeps the ranks' kernels
 # concurrent), the protocol test, odd grids and FP8 special values, one timeout event with
 # its eviction and clean (a timeout long enough for the sanitizer's pace), loopback benches
@@ -113,6 +114,8 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
             status=1
         fi
     done <<EOF_CHECKS
+memcheck test_ep_ht TEST_FILTER=test_*_teams,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
+memcheck test_ep_ht-drop-graph TEST_FILTER=test_[dg]*,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ll_protocol - tests/gpu/test_ep_ll_protocol
 memcheck test_ep_ll_shapes TEST_FILTER=test_grid_*_blocks tests/gpu/test_ep_ll_shapes
 memcheck test_ep_ll_shapes-fp8 TEST_FILTER=test_fp8_special_values tests/gpu/test_ep_ll_shapes

@@ -49,6 +49,8 @@ typedef struct {
     uint32_t R, L, S, K;
     size_t row, srow, crow, esize, isize;
     ncclxEpHandle_t h[EP_MAX_RANKS];
+    ncclxEpHandle_t h_other[EP_MAX_RANKS]; /* a second handle per rank (ht_swap_handles) */
+    int have_other;
     ht_rank_t r[EP_MAX_RANKS];
     ncclx_ht_ref_routing_t routing[EP_MAX_RANKS];
     ncclx_ht_ref_layout_t lay[EP_MAX_RANKS];
@@ -229,6 +231,9 @@ static void ht_close(ht_run_t *run)
         if (run->have_handles) {
             assert_ncclx_ok(ncclxEpHandleDestroy(run->h[r]));
         }
+        if (run->have_other) {
+            assert_ncclx_ok(ncclxEpHandleDestroy(run->h_other[r]));
+        }
         void *host[] = {x->idx,        x->idx_upload, x->weights, x->grad_w,     x->expert_out_f,
                         x->tokens,     x->scales,     x->grads,   x->expert_out, x->got,
                         x->got_scales, x->got_idx,    x->got_w,   x->got_out,    x->got_gw};
@@ -246,6 +251,32 @@ static void ht_close(ht_run_t *run)
     free(run->want);
     free(run->want_w);
     ep_team_close(&run->team);
+}
+
+/* Uploads every rank's routing (x->n, x->idx, x->weights) and routes the reference with it. */
+static void ht_set_routing(ht_run_t *run)
+{
+    const size_t K = run->K;
+    for (uint32_t r = 0; r < run->R; r++) {
+        ht_rank_t *x = &run->r[r];
+        for (size_t i = 0; i < (size_t)x->n * K; i++) {
+            if (run->c.idx_dtype == NCCLX_INT64) {
+                ((int64_t *)x->idx_upload)[i] = x->idx[i];
+            } else {
+                ((int32_t *)x->idx_upload)[i] = (int32_t)x->idx[i];
+            }
+        }
+        assert_cuda_ok(cudaMemcpy(x->d_idx, x->idx_upload, (size_t)x->n * K * run->isize,
+                                  cudaMemcpyHostToDevice));
+        assert_cuda_ok(
+            cudaMemcpy(x->d_w, x->weights, (size_t)x->n * K * 4, cudaMemcpyHostToDevice));
+        run->routing[r].num_tokens = x->n;
+        run->routing[r].topk_idx = x->idx;
+        run->routing[r].topk_weights = x->weights;
+    }
+    for (uint32_t r = 0; r < run->R; r++) {
+        assert_int_equal(ncclx_ht_ref_route(&run->rc, run->routing, r, &run->lay[r]), 0);
+    }
 }
 
 /* Draws routing, weights, tokens, gradients and expert outputs; uploads; routes the reference. */
@@ -281,13 +312,6 @@ static void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int kee
                 x->weights[(size_t)t * K + k] = (float)(ep_rand_below(4096) + 1) / 1024.0f;
             }
         }
-        for (size_t i = 0; i < (size_t)x->n * K; i++) {
-            if (c->idx_dtype == NCCLX_INT64) {
-                ((int64_t *)x->idx_upload)[i] = x->idx[i];
-            } else {
-                ((int32_t *)x->idx_upload)[i] = (int32_t)x->idx[i];
-            }
-        }
         for (size_t i = 0; i < (size_t)x->n * run->row; i++) {
             x->tokens[i] = (uint8_t)ep_rand_below(256);
             x->grads[i] = (uint8_t)ep_rand_below(256);
@@ -306,10 +330,6 @@ static void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int kee
         for (size_t i = 0; i < (size_t)run->S * K; i++) {
             x->grad_w[i] = (float)ep_rand_below(100000) / 1000.0f - 50.0f;
         }
-        assert_cuda_ok(cudaMemcpy(x->d_idx, x->idx_upload, (size_t)x->n * K * run->isize,
-                                  cudaMemcpyHostToDevice));
-        assert_cuda_ok(
-            cudaMemcpy(x->d_w, x->weights, (size_t)x->n * K * 4, cudaMemcpyHostToDevice));
         assert_cuda_ok(
             cudaMemcpy(x->d_tokens, x->tokens, (size_t)x->n * run->row, cudaMemcpyHostToDevice));
         assert_cuda_ok(
@@ -320,13 +340,8 @@ static void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int kee
                                   cudaMemcpyHostToDevice));
         assert_cuda_ok(
             cudaMemcpy(x->d_grad_w, x->grad_w, (size_t)run->S * K * 4, cudaMemcpyHostToDevice));
-        run->routing[r].num_tokens = x->n;
-        run->routing[r].topk_idx = x->idx;
-        run->routing[r].topk_weights = x->weights;
     }
-    for (uint32_t r = 0; r < run->R; r++) {
-        assert_int_equal(ncclx_ht_ref_route(&run->rc, run->routing, r, &run->lay[r]), 0);
-    }
+    ht_set_routing(run);
 }
 
 static ncclxTensor_t tensor2(void *data, ncclxDataType_t dt, int64_t d0, int64_t d1)
@@ -614,6 +629,31 @@ static void ht_check_combine(ht_run_t *run, int backward)
             }
         }
     }
+}
+
+/* The calls go to the other set of handles from now on (a new set is created at the next
+ * ht_route when it has none). */
+static void ht_swap_handles(ht_run_t *run)
+{
+    for (uint32_t r = 0; r < run->R; r++) {
+        ncclxEpHandle_t tmp = run->h[r];
+        run->h[r] = run->h_other[r];
+        run->h_other[r] = tmp;
+    }
+    const int tmp = run->have_handles;
+    run->have_handles = run->have_other;
+    run->have_other = tmp;
+}
+
+/* Forward dispatch and combine with the current handles (no routing), checked. */
+static void ht_forward_checked(ht_run_t *run)
+{
+    ht_poison(run);
+    ht_enqueue(run, 1, 0);
+    ht_enqueue(run, 0, 0);
+    ep_team_sync(&run->team);
+    ht_check_dispatch(run, 0);
+    ht_check_combine(run, 0);
 }
 
 /* One iteration: route (create or update), layout, forward dispatch and combine, backward
@@ -941,6 +981,88 @@ static void test_deterministic(void **state)
     free(run);
 }
 
+/* The anchor's "stale routing map" regression: a routing with fewer tokens after a full one
+ * must not keep any bit of the earlier rows (every rank counts exactly what the new routing
+ * sends it, and dispatch writes nothing past it). */
+static void test_stale_routing_tail(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_stale_routing_tail");
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_run_t *run = hmalloc(sizeof(*run));
+        ht_case_t c = base_case(4, layout);
+        c.recv = 4 * c.tokens * c.topk;
+        ht_open(run, &c);
+        /* Iteration 1: every rank's T tokens, each to K experts spread over every rank. */
+        for (uint32_t r = 0; r < run->R; r++) {
+            ht_rank_t *x = &run->r[r];
+            x->n = c.tokens;
+            for (size_t t = 0; t < x->n; t++) {
+                for (size_t k = 0; k < run->K; k++) {
+                    x->idx[t * run->K + k] = (int64_t)((t + k * run->L) % c.experts);
+                    x->weights[t * run->K + k] = 1.0f;
+                }
+            }
+        }
+        ht_set_routing(run);
+        ht_route(run);
+        ep_team_sync(&run->team);
+        ht_forward_checked(run);
+        /* Iteration 2: one token per rank, to expert 0 only. */
+        for (uint32_t r = 0; r < run->R; r++) {
+            ht_rank_t *x = &run->r[r];
+            x->n = 1;
+            x->idx[0] = 0;
+            for (size_t k = 1; k < run->K; k++) {
+                x->idx[k] = -1;
+            }
+        }
+        ht_set_routing(run);
+        ht_poison(run);
+        ht_route(run);
+        ht_layout(run);
+        ep_team_sync(&run->team);
+        for (uint32_t r = 0; r < run->R; r++) {
+            assert_int_equal(run->lay[r].recv_total, r == 0 ? (int64_t)run->R : 0);
+            ht_check_layout(run, r);
+        }
+        ht_forward_checked(run);
+        ht_close(run);
+        free(run);
+    }
+}
+
+/* Several live handles per group: routing handle B leaves handle A's rows alone (A's
+ * dispatch and combine after B's update still follow A's routing). */
+static void test_two_live_handles(void **state)
+{
+    (void)state;
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_run_t *run = hmalloc(sizeof(*run));
+        ht_case_t c = base_case(4, layout);
+        c.recv = 4 * c.tokens * c.topk;
+        ht_open(run, &c);
+        ep_rng_reset("test_two_live_handles A");
+        ht_fill(run, HT_RANDOM, 0, 0);
+        ht_route(run); /* handles A */
+        ep_team_sync(&run->team);
+        ht_swap_handles(run);
+        ep_rng_reset("test_two_live_handles B");
+        ht_fill(run, HT_REPEATS, 0x4, 0);
+        ht_route(run); /* handles B, another routing */
+        ep_team_sync(&run->team);
+        ht_forward_checked(run);
+        ht_swap_handles(run);
+        ep_rng_reset("test_two_live_handles A");
+        ht_fill(run, HT_RANDOM, 0, 0); /* A's data and reference again; A is not rerouted */
+        ht_forward_checked(run);
+        ht_close(run);
+        free(run);
+    }
+}
+
 /* Host checks that name the field (nothing is enqueued). */
 static void test_argument_errors(void **state)
 {
@@ -1007,6 +1129,8 @@ int main(void)
         cmocka_unit_test(test_trap),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_stale_routing_tail),
+        cmocka_unit_test(test_two_live_handles),
         cmocka_unit_test(test_argument_errors),
     };
     ep_seed_init("test_ep_ht");
