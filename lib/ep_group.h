@@ -90,10 +90,6 @@ ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpH
 /** Points the handle's HT descriptor at its device memory (config already set). */
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h);
 
-/** Validates topk_idx and launches the HT routing of the handle. */
-ncclxResult_t ncclx_ep_ht_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
-                                const char *call, ncclxStream_t stream);
-
 /** HT argument checks (naming the field) that fill the kernels' call descriptors; pure host
  *  code (tests/unit/test_ep_ht_args.c runs them without a GPU). */
 ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,

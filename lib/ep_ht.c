@@ -100,36 +100,6 @@ void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h)
     d->global_ids = (int)h->config.global_expert_ids;
 }
 
-ncclxResult_t ncclx_ep_ht_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
-                                const char *call, ncclxStream_t stream)
-{
-    ncclx_ep_group_t *g = h->group;
-    const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
-    char what[96];
-    ncclxResult_t res = ncclxSuccess;
-    snprintf(what, sizeof(what), "%s: topk_idx", call);
-    NCCLX_CHECK(ncclx_tensor_check(topk_idx, what, IDX_DTYPES, 2, shape, "[num_tokens, topk]"));
-    if (topk_idx->shape[0] > (int64_t)g->dims.tokens) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "%s.shape[0]=%lld tokens exceeds the group's "
-                           "max_dispatch_tokens_per_rank=%u",
-                           what, (long long)topk_idx->shape[0], g->dims.tokens);
-    }
-    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, call));
-    h->routed = 0;
-    h->dispatched = 0;
-    h->ht.num_tokens = (int)topk_idx->shape[0];
-    ncclx_ep_clear_stale_cuda_error(call);
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_route(&g->ht, &h->ht, topk_idx->data,
-                                                   topk_idx->dtype == NCCLX_INT64,
-                                                   (cudaStream_t)stream),
-                          res, out);
-    h->routed = 1;
-    NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, out);
-out:
-    return res;
-}
-
 /* Receive-side tensors have S rows (the group's max_recv_tokens_per_rank). */
 static const char *const ncclx_recv_why = "[max_recv_tokens_per_rank, ...]";
 

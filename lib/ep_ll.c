@@ -208,9 +208,7 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                                  const char *call, ncclxStream_t stream)
 {
     ncclx_ep_group_t *g = h->group;
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        return ncclx_ep_ht_route(h, topk_idx, call, stream);
-    }
+    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
     const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
     char what[96];
     ncclxResult_t res = ncclxSuccess;
@@ -226,12 +224,14 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     /* Whatever happens next, the previous routing and its dispatch are gone. */
     h->routed = 0;
     h->dispatched = 0;
-    h->desc.num_tokens = (int)topk_idx->shape[0];
+    h->desc.num_tokens = h->ht.num_tokens = (int)topk_idx->shape[0];
     ncclx_ep_clear_stale_cuda_error(call);
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data,
-                                                   topk_idx->dtype == NCCLX_INT64,
-                                                   (cudaStream_t)stream),
-                          res, out);
+    const int idx64 = topk_idx->dtype == NCCLX_INT64;
+    NCCLX_CUDA_CHECK_GOTO(
+        ht ? ncclx_ep_ht_launch_route(&g->ht, &h->ht, topk_idx->data, idx64, (cudaStream_t)stream)
+           : ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data, idx64,
+                                      (cudaStream_t)stream),
+        res, out);
     h->routed = 1;
     NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, out);
 out:
