@@ -158,7 +158,7 @@ static ncclxResult_t ncclx_ht_check_rows(const ncclx_ep_handle_t *h, const ncclx
                            "max_token_bytes=%u",
                            d->row_bytes, g->plan.max_token_bytes);
     }
-    if (a->scales.ndim == 0) {
+    if (a->scales.ndim == 0 && a->scales.data == NULL) {
         return ncclx_ht_absent(&a->out_scales, "EpDispatch: args->out_scales",
                                "args->scales is absent");
     }
@@ -166,7 +166,10 @@ static ncclxResult_t ncclx_ht_check_rows(const ncclx_ep_handle_t *h, const ncclx
     NCCLX_CHECK(ncclx_tensor_check(&a->scales, "ncclxEpDispatch: args->scales", ALL_DTYPES, 2,
                                    s_shape, "[num_tokens, scales per token]"));
     d->scale_bytes = ncclx_tensor_row_bytes(&a->scales);
-    if (d->scale_bytes % 16 != 0 || d->scale_bytes > g->plan.max_scale_bytes) {
+    /* Whole bits too: a row of 33 FP4 values would round down to 16 bytes. */
+    const uint64_t scale_bits =
+        (uint64_t)a->scales.shape[1] * ncclx_tensor_elem_bits(a->scales.dtype);
+    if (scale_bits % 128 != 0 || d->scale_bytes > g->plan.max_scale_bytes) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->scales rows are %zu bytes: HT needs a 16-byte "
                            "multiple of at most the plan's max_scale_bytes=%u",
