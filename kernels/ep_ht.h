@@ -29,7 +29,10 @@
 extern "C" {
 #endif
 
-/* Signal kinds: what the source rank has finished, step number + 1. */
+/* Signal kinds: what the source rank has finished, step number + 1 in the low 40 bits; the
+ * high 24 bits carry the operation word of the step (NCCLX_EP_HT_SIG_DISPATCH_PUSHED and
+ * _COMBINE_STAGED; 0 for the others), which the reader compares with its own. */
+#define NCCLX_EP_HT_STEP_BITS           40
 #define NCCLX_EP_HT_SIG_MAP_PUBLISHED   0 /* its routing map of update n is written */
 #define NCCLX_EP_HT_SIG_MAP_READ        1 /* it has read every map of update n */
 #define NCCLX_EP_HT_SIG_DISPATCH_PUSHED 2 /* its rows of dispatch n are in my dispatch rows */
@@ -45,7 +48,7 @@ typedef struct {
     ncclx_ep_arrive_t arrive[5]; /* last-block election: route scan, dispatch push, dispatch
                                     copy-out, combine stage, combine reduce */
     unsigned int error;          /* NCCLX_EP_ERROR_* bits, published to the mapped status */
-    unsigned int reserved;
+    unsigned int route_stopped;  /* the current routing does nothing (written by its publish) */
 } ncclx_ep_ht_state_t;
 
 /* What every HT kernel of a group needs. */
@@ -76,7 +79,7 @@ typedef struct {
     int32_t *counts;     /* [L]: per local expert, as ncclxEpHandleGetLayout reports them */
     int32_t *offsets;    /* [L + 1]: EM zone starts, clamped to S; [L] = padded total */
     int32_t *zone_count; /* [L]: EM real rows per zone, unclamped */
-    int32_t *zone_base;  /* [L]: EM zone starts, unclamped */
+    int32_t *zone_base;  /* [L]: EM zone starts, clamped to S */
     int num_tokens, topk, expert_major, global_ids;
 } ncclx_ep_ht_handle_desc_t;
 
@@ -88,6 +91,7 @@ typedef struct {
     size_t row_bytes, scale_bytes;
     int out_idx_int64;
     int backward;
+    unsigned op; /* operation word (ncclx_ep_ht_op_word): every rank's must be the same */
 } ncclx_ep_ht_dispatch_desc_t;
 
 typedef struct {
@@ -98,7 +102,19 @@ typedef struct {
     size_t row_bytes;          /* H * element bytes */
     int dtype;                 /* BF16, FP16 or FP32 */
     int backward;
+    unsigned op; /* operation word (ncclx_ep_ht_op_word) */
 } ncclx_ep_ht_combine_desc_t;
+
+/* The 24-bit operation word of a dispatch or combine: what a receiver must agree on with the
+ * sender to read its rows (layout, pass, top-k, recipe or dtype, row and scale sizes). */
+static inline unsigned ncclx_ep_ht_op_word(int expert_major, int backward, int topk, int kind,
+                                           size_t row_bytes, size_t scale_bytes)
+{
+    return ((unsigned)expert_major & 1u) | ((unsigned)backward & 1u) << 1 |
+           ((unsigned)(topk - 1) & 31u) << 2 | ((unsigned)kind & 3u) << 7 |
+           (unsigned)((row_bytes / 16) & 0x3ffu) << 9 |
+           (unsigned)((scale_bytes / 16) & 0x1fu) << 19;
+}
 
 /* Where ncclxEpHandleGetLayout writes (NULL: absent). */
 typedef struct {

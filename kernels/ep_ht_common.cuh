@@ -19,6 +19,9 @@ namespace ht
 
 constexpr int kThreads = NCCLX_EP_THREADS;
 constexpr unsigned kErrorOverflow = NCCLX_EP_ERROR_OVERFLOW;
+constexpr int kStepBits = NCCLX_EP_HT_STEP_BITS;
+constexpr unsigned long long kStepMask = (1ull << kStepBits) - 1;
+constexpr int kAnyWord = -1; // a wait that does not compare operation words
 
 __device__ __forceinline__ char *peer_base(const ncclx_ep_ht_group_desc_t &g, int peer)
 {
@@ -40,15 +43,36 @@ __device__ __forceinline__ bool halted(const ncclx_ep_ht_group_desc_t &g)
     return (load_volatile(&g.state->error) & kErrorTimeout) != 0;
 }
 
-// The whole block waits until source's signal `kind` in this rank's arena reaches at_least
-// (false: timed out or halted; the timeout is reported).
+// Whether the group does nothing now: a wait timed out (for good), or a routing overflowed
+// under TRAP (until ncclxEpClearAsyncError).  Read once per block, at the kernel's start, so
+// that every thread of the block takes the same way.  Only a routing's scan reports an
+// overflow, so every block of a data kernel sees the same answer; a timeout seen by some
+// blocks only leaves the group halted anyway.
+__device__ __forceinline__ bool block_stopped(const ncclx_ep_ht_group_desc_t &g)
+{
+    __shared__ int stopped;
+    if (threadIdx.x == 0) {
+        stopped = (load_volatile(&g.state->error) & (kErrorTimeout | kErrorOverflow)) != 0;
+    }
+    __syncthreads();
+    return stopped != 0;
+}
+
+// Waits until source's signal `kind` in this rank's arena reaches step at_least (false: timed
+// out or halted, the timeout reported; or the step's operation word differs from word, which
+// is reported as a mismatch: the source's rows must not be read).
 __device__ __forceinline__ bool wait_one(const ncclx_ep_ht_group_desc_t &g, int kind, int source,
-                                         unsigned long long at_least)
+                                         unsigned long long at_least, int word)
 {
     const unsigned long long *sig = signal_at(peer_base(g, g.rank), g, kind, source);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
-        if (ld_acquire_sys(sig) >= at_least) {
+        const unsigned long long v = ld_acquire_sys(sig);
+        if ((v & kStepMask) >= at_least) {
+            if (word != kAnyWord && (v >> kStepBits) != (unsigned long long)word) {
+                report_error(g, kErrorMismatch);
+                return false;
+            }
             return true;
         }
         if ((spins & 1023) == 0) {
@@ -69,7 +93,7 @@ __device__ __forceinline__ bool wait_one(const ncclx_ep_ht_group_desc_t &g, int 
 // Every thread of the block returns true once every rank's signal `kind` has reached at_least
 // (one thread per rank polls), false when a wait timed out or the group is halted.
 __device__ __forceinline__ bool block_wait_all(const ncclx_ep_ht_group_desc_t &g, int kind,
-                                               unsigned long long at_least)
+                                               unsigned long long at_least, int word = kAnyWord)
 {
     __shared__ int failed;
     if (threadIdx.x == 0) {
@@ -77,7 +101,7 @@ __device__ __forceinline__ bool block_wait_all(const ncclx_ep_ht_group_desc_t &g
     }
     __syncthreads();
     for (int r = threadIdx.x; r < g.ranks && !load_volatile(&failed); r += blockDim.x) {
-        if (!wait_one(g, kind, r, at_least)) {
+        if (!wait_one(g, kind, r, at_least, word)) {
             failed = 1;
         }
     }
@@ -91,21 +115,28 @@ __device__ __forceinline__ bool block_wait_one(const ncclx_ep_ht_group_desc_t &g
 {
     __shared__ int ok;
     if (threadIdx.x == 0) {
-        ok = !halted(g) && wait_one(g, kind, source, at_least);
+        ok = !halted(g) && wait_one(g, kind, source, at_least, kAnyWord);
     }
     __syncthreads();
     return ok != 0;
 }
 
 // Called by the last block of a step (after last_block(), whose fences make every block's
-// writes visible system-wide): tells every rank that this rank finished step value - 1.
-__device__ __forceinline__ void signal_all(const ncclx_ep_ht_group_desc_t &g, int kind,
-                                           unsigned long long value)
+// writes visible system-wide): tells every rank that this rank finished step value - 1, of
+// operation word `word`.  A halted group tells nothing: its peers then time out on it instead
+// of reading rows it did not write.  Returns whether it signalled (the step then ends).
+__device__ __forceinline__ bool signal_all(const ncclx_ep_ht_group_desc_t &g, int kind,
+                                           unsigned long long value, unsigned word = 0)
 {
-    __threadfence_system();
-    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
-        st_release_sys(signal_at(peer_base(g, r), g, kind, g.rank), value);
+    if (halted(g)) {
+        return false;
     }
+    __threadfence_system();
+    const unsigned long long v = (unsigned long long)word << kStepBits | value;
+    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
+        st_release_sys(signal_at(peer_base(g, r), g, kind, g.rank), v);
+    }
+    return true;
 }
 
 // Bit e of a routing-map row.

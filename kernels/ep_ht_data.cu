@@ -75,6 +75,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 {
     const unsigned long long op = load_volatile(&g.state->dispatch_seq);
     const int lane = threadIdx.x % kWarpSize, K = h.topk, KM = g.max_topk;
+    if (block_stopped(g)) {
+        return;
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op)) {
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     if (last_block(&g.state->arrive[1])) {
-        signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1);
+        (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, a.op);
     }
 }
 
@@ -155,7 +158,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->dispatch_seq);
     const int lane = threadIdx.x % kWarpSize, K = h.topk, KM = g.max_topk;
     char *self = peer_base(g, g.rank);
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1)) {
+    if (block_stopped(g)) {
+        return;
+    }
+    // A peer whose operation word differs pushed rows of another shape: nothing is read.
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, (int)a.op)) {
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
              i += (long long)gridDim.x * kWarps) {
@@ -205,11 +212,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    if (last_block(&g.state->arrive[2])) {
-        signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1);
-        if (threadIdx.x == 0) {
-            *reinterpret_cast<volatile unsigned long long *>(&g.state->dispatch_seq) = op + 1;
-        }
+    if (last_block(&g.state->arrive[2]) && signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1) &&
+        threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned long long *>(&g.state->dispatch_seq) = op + 1;
     }
 }
 
@@ -222,6 +227,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, KM = g.max_topk;
     char *self = peer_base(g, g.rank);
+    if (block_stopped(g)) {
+        return;
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op)) {
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
@@ -242,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     if (last_block(&g.state->arrive[3])) {
-        signal_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1);
+        (void)signal_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, a.op);
     }
 }
 
@@ -320,7 +328,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int K = h.topk, KM = g.max_topk;
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1)) {
+    if (block_stopped(g)) {
+        return;
+    }
+    // A peer whose operation word differs staged rows of another shape: nothing is read.
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)a.op)) {
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
@@ -365,11 +377,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             __syncwarp();
         }
     }
-    if (last_block(&g.state->arrive[4])) {
-        signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1);
-        if (threadIdx.x == 0) {
-            *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
-        }
+    if (last_block(&g.state->arrive[4]) && signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1) &&
+        threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
     }
 }
 

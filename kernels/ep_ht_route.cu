@@ -71,6 +71,15 @@ __global__ void __launch_bounds__(kThreads)
     publish_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, const I *topk_idx)
 {
     const unsigned long long op = load_volatile(&g.state->route_seq);
+    // The whole routing (this kernel, count and scan) does nothing in a stopped group; every
+    // block writes the same answer for the next two kernels.
+    const bool stopped = block_stopped(g);
+    if (threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned *>(&g.state->route_stopped) = stopped ? 1u : 0u;
+    }
+    if (stopped) {
+        return;
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_MAP_READ, op)) {
         publish_rows(g, h, topk_idx);
         const int counters = g.ranks * g.num_experts + g.ranks * g.ranks;
@@ -84,8 +93,20 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     if (last_block(&g.state->arrive[0])) {
-        signal_all(g, NCCLX_EP_HT_SIG_MAP_PUBLISHED, op + 1);
+        (void)signal_all(g, NCCLX_EP_HT_SIG_MAP_PUBLISHED, op + 1);
     }
+}
+
+// The count and scan kernels of a routing follow its publish kernel's decision (an overflow
+// that this routing's scan reports must not stop the scan itself half way).
+__device__ __forceinline__ bool block_route_stopped(const ncclx_ep_ht_group_desc_t &g)
+{
+    __shared__ int stopped;
+    if (threadIdx.x == 0) {
+        stopped = load_volatile(&g.state->route_stopped) != 0 || halted(g);
+    }
+    __syncthreads();
+    return stopped != 0;
 }
 
 // Kernel 2.  Work item = (source, chunk of kThreads rows); counts gather in shared memory
@@ -97,6 +118,9 @@ __global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_
     const unsigned long long op = load_volatile(&g.state->route_seq);
     const int chunks = (g.max_tokens + kThreads - 1) / kThreads;
     const int W = g.map_words, L = g.local_experts;
+    if (block_route_stopped(g)) {
+        return;
+    }
     for (int i = threadIdx.x; i < g.num_experts + g.ranks; i += blockDim.x) {
         counts[i] = 0;
     }
@@ -150,14 +174,16 @@ __device__ __forceinline__ long long warp_sum64(long long v)
     return v;
 }
 
-// Tokens of every source listing expert e (a warp computes it; every lane gets it).
-__device__ __forceinline__ int expert_total(const ncclx_ep_ht_group_desc_t &g, int e, int lane)
+// Tokens of every source listing expert e (a warp computes it; every lane gets it).  64 bits:
+// R x T may pass 2^31 when the plan sets S.
+__device__ __forceinline__ long long expert_total(const ncclx_ep_ht_group_desc_t &g, int e,
+                                                  int lane)
 {
-    int v = 0;
+    long long v = 0;
     for (int s = lane; s < g.ranks; s += kWarpSize) {
         v += g.expert_hits[(size_t)s * g.num_experts + e];
     }
-    return warp_sum(v);
+    return warp_sum64(v);
 }
 
 // Unclamped start of expert e's zone on its rank: padded sizes of the rank's earlier experts.
@@ -178,11 +204,11 @@ __device__ void scan_rank(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht_h
 {
     const uint32_t *map = map_of(g, g.rank);
     const int L = g.local_experts;
-    int before = 0;
+    long long before = 0;
     for (int s = lane; s < g.rank; s += kWarpSize) {
         before += g.rank_hits[(size_t)s * g.ranks + j];
     }
-    long long row = warp_sum(before);
+    long long row = warp_sum64(before);
     for (int t0 = 0; t0 < g.max_tokens; t0 += kWarpSize) {
         const int t = t0 + lane;
         const bool hit =
@@ -202,11 +228,11 @@ __device__ void scan_expert(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht
                             int e, int lane)
 {
     const uint32_t *map = map_of(g, g.rank);
-    int before = 0;
+    long long before = 0;
     for (int s = lane; s < g.rank; s += kWarpSize) {
         before += g.expert_hits[(size_t)s * g.num_experts + e];
     }
-    long long row = zone_start(g, e, lane) + warp_sum(before);
+    long long row = zone_start(g, e, lane) + warp_sum64(before);
     for (int t0 = 0; t0 < h.num_tokens; t0 += kWarpSize) {
         const int t = t0 + lane;
         const bool hit = t < h.num_tokens && row_has(map + (size_t)t * g.map_words, e);
@@ -260,7 +286,7 @@ __device__ void receiver_expert(const ncclx_ep_ht_group_desc_t &g,
                                 const ncclx_ep_ht_handle_desc_t &h, int el, int lane)
 {
     const int e = g.rank * g.local_experts + el;
-    const int count = expert_total(g, e, lane);
+    const long long count = expert_total(g, e, lane);
     const long long base = zone_start(g, e, lane);
     const long long S = g.recv_slots;
     int reported;
@@ -272,7 +298,7 @@ __device__ void receiver_expert(const ncclx_ep_ht_group_desc_t &g,
         reported = flat_kept_for_expert(g, e, lane);
     }
     if (lane == 0) {
-        h.zone_count[el] = count;
+        h.zone_count[el] = (int)(count < S ? count : S); /* rows past S are never read */
         h.zone_base[el] = (int)(base < S ? base : S);
         h.counts[el] = reported;
         h.offsets[el] = (int)(base < S ? base : S);
@@ -292,11 +318,28 @@ __device__ void receiver_totals(const ncclx_ep_ht_group_desc_t &g,
     }
     const long long need = h.expert_major ? em_total : total;
     const long long S = g.recv_slots;
+    // TRAP: every rank reports an overflow of any rank (every rank holds every count), so that
+    // all of them stop together and stay in step (kernels do nothing until the clear).
+    bool overflow = false;
+    for (int j = 0; j < g.ranks && !g.drop && !overflow; j++) {
+        long long need_j = 0;
+        if (h.expert_major) {
+            for (int x = j * g.local_experts; x < (j + 1) * g.local_experts; x++) {
+                need_j += padded(expert_total(g, x, lane), g.alignment);
+            }
+        } else {
+            for (int s = lane; s < g.ranks; s += kWarpSize) {
+                need_j += g.rank_hits[(size_t)s * g.ranks + j];
+            }
+            need_j = warp_sum64(need_j);
+        }
+        overflow = need_j > S;
+    }
     if (lane == 0) {
         h.totals[0] = need;
         h.totals[1] = need < S ? need : S;
         h.offsets[g.local_experts] = (int)(em_total < S ? em_total : S);
-        if (need > S && !g.drop) {
+        if (overflow) {
             report_error(g, kErrorOverflow);
         }
     }
@@ -311,7 +354,10 @@ __global__ void __launch_bounds__(kThreads)
     const int lane = threadIdx.x % kWarpSize;
     const int scans = h.expert_major ? g.num_experts : g.ranks;
     const int items = scans + g.local_experts + 1;
-    if (!halted(g)) {
+    if (block_route_stopped(g)) {
+        return;
+    }
+    {
         for (int item = blockIdx.x * kWarps + threadIdx.x / kWarpSize; item < items;
              item += gridDim.x * kWarps) {
             if (item < scans) {
@@ -327,11 +373,9 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
     }
-    if (last_block(&g.state->arrive[0])) {
-        signal_all(g, NCCLX_EP_HT_SIG_MAP_READ, op + 1);
-        if (threadIdx.x == 0) {
-            *reinterpret_cast<volatile unsigned long long *>(&g.state->route_seq) = op + 1;
-        }
+    if (last_block(&g.state->arrive[0]) && signal_all(g, NCCLX_EP_HT_SIG_MAP_READ, op + 1) &&
+        threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned long long *>(&g.state->route_seq) = op + 1;
     }
 }
 

@@ -30,6 +30,7 @@ struct ncclxEpHandle {
     uint32_t live;       /* between create and destroy */
     uint32_t routed;     /* the last routing launch succeeded: dispatch may follow */
     uint32_t dispatched; /* a dispatch completed: combine may follow */
+    uint32_t route_gen;  /* HT: the group's route_gen when this handle was routed */
     ncclx_ep_pending_t pending;
     ncclxEpHandleConfig_t config;
     ncclx_ep_ll_handle_desc_t desc;
@@ -53,6 +54,10 @@ struct ncclxEpGroup {
     char *handle_memory;       /* device: num_handles * handle_layout.bytes */
     volatile uint32_t *status; /* host view of the mapped status (error bits) */
     ncclx_ep_handle_t *send_in_flight;
+    /* HT: advanced when an overflow is cleared; a handle routed before it must be routed again
+     * (its routing overflowed, or was skipped while the group was stopped). */
+    uint32_t route_gen;
+    uint32_t broken; /* HT: a launch failed after a step's first kernel: the group is unusable */
     uint8_t *masked_by_update; /* host [R] (enable_mask): ranks this rank masked by update */
     /* One stream per group: the stream of the last operation and an event recorded after it
      * (NULL until the group is bound), so a call on another stream can tell whether the

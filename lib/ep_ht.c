@@ -266,17 +266,34 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     ncclx_ep_ht_dispatch_desc_t d;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_ht_dispatch_desc(h, a, &d));
+    if (g->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpDispatch: EP group %u is unusable: a launch failed in the "
+                           "middle of one of its steps (finalize the context)",
+                           g->index);
+    }
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpDispatch: handle %u has no routing (its last routing launch "
                            "failed): call ncclxEpHandleUpdate",
                            h->index);
     }
+    if (h->route_gen != g->route_gen) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpDispatch: handle %u was routed before a receive overflow of "
+                           "EP group %u was cleared: route it again with ncclxEpHandleUpdate",
+                           h->index, g->index);
+    }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
     h->dispatched = 0;
     ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream),
-                          res, out);
+    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk,
+                               a->recipe == NCCLX_EP_RECIPE_QUANT_FWD, d.row_bytes, d.scale_bytes);
+    res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream));
+    if (res != ncclxSuccess) {
+        g->broken = 1; /* the push may have run and signalled: the ranks are out of step */
+        goto out;
+    }
     h->dispatched = 1;
     res = ncclx_ep_mark_stream(g, stream);
 out:
@@ -345,6 +362,12 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     ncclx_ep_ht_combine_desc_t d;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_ht_combine_desc(h, a, &d));
+    if (g->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpCombine: EP group %u is unusable: a launch failed in the "
+                           "middle of one of its steps (finalize the context)",
+                           g->index);
+    }
     if (!h->dispatched) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpCombine: handle %u has no completed dispatch since its last "
@@ -353,8 +376,12 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
-    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream), res,
-                          out);
+    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes, 0);
+    res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream));
+    if (res != ncclxSuccess) {
+        g->broken = 1; /* the stage may have run and signalled */
+        goto out;
+    }
     res = ncclx_ep_mark_stream(g, stream);
 out:
     return res;

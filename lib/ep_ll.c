@@ -220,6 +220,12 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                            "max_dispatch_tokens_per_rank=%u",
                            what, (long long)topk_idx->shape[0], g->dims.tokens);
     }
+    if (ht && g->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: EP group %u is unusable: a launch failed in the middle of one of "
+                           "its steps (finalize the context)",
+                           call, g->index);
+    }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, call));
     /* Whatever happens next, the previous routing and its dispatch are gone. */
     h->routed = 0;
@@ -227,12 +233,18 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     h->desc.num_tokens = h->ht.num_tokens = (int)topk_idx->shape[0];
     ncclx_ep_clear_stale_cuda_error(call);
     const int idx64 = topk_idx->dtype == NCCLX_INT64;
-    NCCLX_CUDA_CHECK_GOTO(
+    res = NCCLX_CUDA_STATUS(
         ht ? ncclx_ep_ht_launch_route(&g->ht, &h->ht, topk_idx->data, idx64, (cudaStream_t)stream)
            : ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data, idx64,
-                                      (cudaStream_t)stream),
-        res, out);
+                                      (cudaStream_t)stream));
+    if (res != ncclxSuccess) {
+        /* HT routing is three collective kernels: a failure after the first leaves the ranks
+         * out of step for good.  (An LL routing is local: the handle just has no routing.) */
+        g->broken = ht ? 1u : g->broken;
+        goto out;
+    }
     h->routed = 1;
+    h->route_gen = g->route_gen;
     NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, out);
 out:
     return res;
@@ -366,6 +378,10 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g, ncclxStream_t stream)
         return ncclxSuccess;
     }
     ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT && (seen & NCCLX_EP_ERROR_OVERFLOW)) {
+        /* Every routing up to now overflowed or was skipped (the group was stopped). */
+        g->route_gen++;
+    }
     if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
         NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_clear_error(&g->ht, seen, (cudaStream_t)stream),
                               res, out);

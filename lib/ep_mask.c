@@ -90,11 +90,11 @@ ncclxResult_t ncclx_ep_async_check(const ncclx_ep_group_t *g, const char *call)
     if (error & NCCLX_EP_ERROR_OVERFLOW) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "%s: a routing of EP group %u needed more receive rows than its "
-                           "max_recv_tokens_per_rank=%u (asynchronous error 0x%x, overflow policy "
-                           "TRAP): the rows past the budget were not delivered; raise "
-                           "max_recv_tokens_per_rank or plan overflow_policy "
-                           "NCCLX_EP_OVERFLOW_DROP, and clear the error with "
-                           "ncclxEpClearAsyncError to go on",
+                           "max_recv_tokens_per_rank=%u on some rank (asynchronous error 0x%x, "
+                           "overflow policy TRAP): the group's kernels do nothing until "
+                           "ncclxEpClearAsyncError, after which every handle must be routed "
+                           "again; raise max_recv_tokens_per_rank or plan overflow_policy "
+                           "NCCLX_EP_OVERFLOW_DROP",
                            call, g->index, g->dims.recv_slots, error);
     }
     if (g->plan.enable_mask || !(error & NCCLX_EP_ERROR_TIMEOUT)) {

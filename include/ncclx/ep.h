@@ -236,11 +236,17 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t handle, ncclxStream_t stream);
  * rows).
  *
  * Overflow: a routing that needs more than S rows on a rank is, per the group's
- * overflow_policy, TRAP: NCCLX_EP_ERROR_OVERFLOW is reported and the group's next call fails
- * with ncclxInvalidUsage naming the overflow (the GPU never writes past S rows meanwhile), or
- * DROP: rows past S are not delivered (the last source ranks' last tokens), counts and
- * offsets are clamped to S, the total reports the true number, and a dropped (token, rank) or
- * (token, expert) contributes 0 to combine.
+ * overflow_policy, TRAP: every rank reports NCCLX_EP_ERROR_OVERFLOW, the group's kernels do
+ * nothing from then on (outputs untouched, the ranks stay in step), its next call fails with
+ * ncclxInvalidUsage naming the overflow, and after ncclxEpClearAsyncError (on every rank) each
+ * handle must be routed again before its next dispatch; or DROP: rows past S are not delivered
+ * (FLAT: the last source ranks' last tokens; EXPERT_MAJOR: the rows of the last zones), counts
+ * and offsets are clamped to S, the total reports the true number, and a dropped (token, rank)
+ * or (token, expert) contributes 0 to combine.
+ * Every rank passes the same layout, top-k, pass, recipe, dtype and row sizes to one operation:
+ * the step signals carry an operation word, and a rank whose word differs from a peer's reads
+ * none of its rows and reports NCCLX_EP_ERROR_MISMATCH (the operation's outputs are then
+ * undefined).  A launch that fails in the middle of an HT step leaves the group unusable.
  * send_only, ncclxEpComplete and the active mask are LL features (refused on HT groups).
  */
 
@@ -352,8 +358,8 @@ ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t group, ncclxStream_t stream);
 /** A peer's operation did not match this rank's (top-k, layout, recipe or dtype differ, or a
  *  message carried the wrong sequence tag): its data was dropped, not read. */
 #define NCCLX_EP_ERROR_MISMATCH 0x4u
-/** HT: a routing needed more receive rows than max_recv_tokens_per_rank under the TRAP
- *  policy (the rows past the budget were not delivered). */
+/** HT: a routing needed more receive rows than max_recv_tokens_per_rank on some rank under
+ *  the TRAP policy: the group does nothing until the error is cleared. */
 #define NCCLX_EP_ERROR_OVERFLOW 0x10u
 /** This rank was masked out by a peer (it was late past the group's timeout): it exchanges
  *  nothing until ncclxEpMaskClean re-admits it. */

@@ -510,6 +510,19 @@ static int all_poison(const uint8_t *p, size_t n)
     return 1;
 }
 
+/* Fails unless every rank's dispatch token output is still poison. */
+static void ht_check_untouched_dispatch(ht_run_t *run)
+{
+    for (uint32_t r = 0; r < run->R; r++) {
+        ht_rank_t *x = &run->r[r];
+        assert_cuda_ok(
+            cudaMemcpy(x->got, x->d_out_tokens, (size_t)run->S * run->row, cudaMemcpyDeviceToHost));
+        if (!all_poison(x->got, (size_t)run->S * run->row)) {
+            fail_msg("rank %u: a stopped or mismatched dispatch wrote its outputs", r);
+        }
+    }
+}
+
 /* Dispatch outputs of every rank: each delivered row is its source row (pad rows zero),
  * FLAT ids and weights or EM weights as the reference says, rows past them untouched. */
 static void ht_check_dispatch(ht_run_t *run, int backward)
@@ -851,8 +864,11 @@ static void test_quant_fwd(void **state)
     }
 }
 
-/* TRAP: the overflow is reported, the next call names it, a clear lets the group go on (the
- * rows within the budget were delivered exactly, as under DROP). */
+/* TRAP: an overflow on any rank is reported on every rank; the group's kernels then do
+ * nothing, the next call names the overflow, a clear lets the group go on, and a handle routed
+ * before the clear must be routed again.  The routing and a dispatch are replayed from graphs,
+ * so the dispatch is enqueued before any host can have seen the overflow: it must do nothing
+ * (outputs untouched) on every rank. */
 static void test_trap(void **state)
 {
     (void)state;
@@ -861,34 +877,101 @@ static void test_trap(void **state)
     ht_case_t c = base_case(4, NCCLX_EP_LAYOUT_FLAT);
     c.recv = 40;
     ht_open(run, &c);
-    ht_fill(run, HT_HOT, 0, 0);
-    ht_poison(run);
+    /* A routing that fits (one routed token per rank), with T tokens: the graphs' shape. */
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = c.tokens;
+        for (size_t i = 0; i < (size_t)c.tokens * run->K; i++) {
+            run->r[r].idx[i] = i == 0 ? 0 : -1;
+            run->r[r].weights[i] = 1.0f;
+        }
+    }
+    ht_set_routing(run);
     ht_route(run);
-    ep_team_sync_only(&run->team);
+    ep_team_sync(&run->team);
+    cudaGraphExec_t exec[EP_MAX_RANKS];
+    for (uint32_t r = 0; r < run->R; r++) {
+        cudaGraph_t graph = NULL;
+        ncclxTensor_t idx = ht_idx(run, r);
+        ncclxEpDispatchArgs_t da = ht_dispatch_args(run, r, 0);
+        cudaStream_t s = run->team.stream[r];
+        assert_cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        assert_ncclx_ok(ncclxEpHandleUpdate(run->h[r], &idx, s));
+        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &da, s));
+        assert_cuda_ok(cudaStreamEndCapture(s, &graph));
+        assert_cuda_ok(cudaGraphInstantiate(&exec[r], graph, 0));
+        assert_cuda_ok(cudaGraphDestroy(graph));
+    }
+    ht_fill(run, HT_HOT, 0, 1); /* hot experts on rank 0: it needs more than 40 rows */
     int overflowed = 0;
+    for (uint32_t r = 0; r < run->R; r++) {
+        overflowed |= run->lay[r].overflow;
+    }
+    assert_true(overflowed);
+    ht_poison(run);
+    for (uint32_t r = 0; r < run->R; r++) {
+        assert_cuda_ok(cudaGraphLaunch(exec[r], run->team.stream[r]));
+    }
+    ep_team_sync_only(&run->team);
+    ht_check_untouched_dispatch(run);
     for (uint32_t r = 0; r < run->R; r++) {
         uint32_t err = 0;
         assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[r], &err));
-        assert_int_equal(err & NCCLX_EP_ERROR_OVERFLOW ? 1 : 0, run->lay[r].overflow ? 1 : 0);
-        overflowed |= run->lay[r].overflow;
-        if (err != 0) {
-            ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
-            assert_ncclx_error(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]),
-                               ncclxInvalidUsage, "max_recv_tokens_per_rank=40");
-            assert_ncclx_ok(ncclxEpClearAsyncError(run->team.group[r], run->team.stream[r]));
-        }
+        assert_int_equal(err, NCCLX_EP_ERROR_OVERFLOW); /* every rank, not only rank 0 */
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_error(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]), ncclxInvalidUsage,
+                           "max_recv_tokens_per_rank=40");
+        assert_ncclx_ok(ncclxEpClearAsyncError(run->team.group[r], run->team.stream[r]));
     }
-    assert_true(overflowed);
-    ep_team_sync(&run->team);
-    ht_layout(run);
-    ht_enqueue(run, 1, 0);
-    ht_enqueue(run, 0, 0);
     ep_team_sync(&run->team);
     for (uint32_t r = 0; r < run->R; r++) {
-        ht_check_layout(run, r);
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_error(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]), ncclxInvalidUsage,
+                           "route it again");
+        assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
     }
-    ht_check_dispatch(run, 0);
-    ht_check_combine(run, 0);
+    /* A routing that fits: at most 8 tokens per rank, so at most 32 rows on any rank. */
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = 8;
+    }
+    ht_fill(run, HT_RANDOM, 0, 1);
+    ht_route(run);
+    ep_team_sync(&run->team);
+    ht_forward_checked(run);
+    ht_close(run);
+    free(run);
+}
+
+/* Ranks that disagree on one operation (rank 1 dispatches backward while the others dispatch
+ * forward) read none of each other's rows: every rank reports a mismatch, outputs stay
+ * untouched, and the next agreeing operations are exact. */
+static void test_mismatched_operation(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_mismatched_operation");
+    ht_run_t *run = hmalloc(sizeof(*run));
+    ht_case_t c = base_case(4, NCCLX_EP_LAYOUT_FLAT);
+    ht_open(run, &c);
+    ht_fill(run, HT_RANDOM, 0, 0);
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = c.tokens; /* every rank sends to every other */
+    }
+    ht_fill(run, HT_RANDOM, 0, 1);
+    ht_poison(run);
+    ht_route(run);
+    for (uint32_t r = 0; r < run->R; r++) {
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, r == 1);
+        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
+    }
+    ep_team_sync_only(&run->team);
+    ht_check_untouched_dispatch(run);
+    for (uint32_t r = 0; r < run->R; r++) {
+        uint32_t err = 0;
+        assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[r], &err));
+        assert_int_equal(err, NCCLX_EP_ERROR_MISMATCH);
+        assert_ncclx_ok(ncclxEpClearAsyncError(run->team.group[r], run->team.stream[r]));
+    }
+    ep_team_sync(&run->team);
+    ht_forward_checked(run);
     ht_close(run);
     free(run);
 }
@@ -1127,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_singleton),
         cmocka_unit_test(test_quant_fwd),
         cmocka_unit_test(test_trap),
+        cmocka_unit_test(test_mismatched_operation),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_stale_routing_tail),
