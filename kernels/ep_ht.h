@@ -36,7 +36,7 @@ extern "C" {
 #define NCCLX_EP_HT_SIG_MAP_PUBLISHED   0 /* its routing map of update n is written */
 #define NCCLX_EP_HT_SIG_MAP_READ        1 /* it has read every map of update n */
 #define NCCLX_EP_HT_SIG_DISPATCH_PUSHED 2 /* its rows of dispatch n are in my dispatch rows */
-#define NCCLX_EP_HT_SIG_DISPATCH_FREE   3 /* it has copied out its dispatch rows of dispatch n */
+#define NCCLX_EP_HT_SIG_DISPATCH_FREE   3 /* it is done with its dispatch rows of dispatch n */
 #define NCCLX_EP_HT_SIG_COMBINE_STAGED  4 /* its combine rows of combine n are staged */
 #define NCCLX_EP_HT_SIG_COMBINE_PULLED  5 /* it has read every combine row of combine n */
 #define NCCLX_EP_HT_SIGNALS             6
@@ -91,7 +91,9 @@ typedef struct {
     size_t row_bytes, scale_bytes;
     int out_idx_int64;
     int backward;
-    unsigned op; /* operation word (ncclx_ep_ht_op_word): every rank's must be the same */
+    int in_place; /* out_tokens is this rank's dispatch rows: rows are not copied, and the rows
+                     stay in use (no DISPATCH_FREE) until this rank's next dispatch starts */
+    unsigned op;  /* operation word (ncclx_ep_ht_op_word): every rank's must be the same */
 } ncclx_ep_ht_dispatch_desc_t;
 
 typedef struct {
@@ -102,7 +104,8 @@ typedef struct {
     size_t row_bytes;          /* H * element bytes */
     int dtype;                 /* BF16, FP16 or FP32 */
     int backward;
-    unsigned op; /* operation word (ncclx_ep_ht_op_word) */
+    int in_place; /* expert_out is this rank's combine rows: nothing to stage */
+    unsigned op;  /* operation word (ncclx_ep_ht_op_word) */
 } ncclx_ep_ht_combine_desc_t;
 
 /* The 24-bit operation word of a dispatch or combine: what a receiver must agree on with the

@@ -78,6 +78,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (block_stopped(g)) {
         return;
     }
+    // Entering dispatch op, this rank is done with its dispatch rows of op - 1 (a caller that
+    // reads them in place has done so before this call, in stream order): every block says so
+    // (the same value), then waits for every rank to say the same of its rows.
+    (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
     if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op)) {
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
@@ -182,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                 if (out_s != nullptr) {
                     warp_zero(out_s, a.scale_bytes, lane);
                 }
-            } else {
+            } else if (!a.in_place) {
                 const char *src = self + g.dispatch_rows + (size_t)i * g.payload_bytes;
                 const LaneTargets to = {1u, out};
                 warp_copy_to(to, src, 0, a.row_bytes, lane);
@@ -212,7 +216,10 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    if (last_block(&g.state->arrive[2]) && signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1) &&
+    // Copied out, the rows are free now; read in place, they are free when this rank's next
+    // dispatch starts (push_kernel).
+    if (last_block(&g.state->arrive[2]) &&
+        (a.in_place ? !halted(g) : signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1)) &&
         threadIdx.x == 0) {
         *reinterpret_cast<volatile unsigned long long *>(&g.state->dispatch_seq) = op + 1;
     }
@@ -234,9 +241,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
              i += (long long)gridDim.x * kWarps) {
-            const LaneTargets to = {1u, self + g.combine_rows + (size_t)i * g.combine_row_bytes};
-            warp_copy_to(to, static_cast<const char *>(a.expert_out) + (size_t)i * a.row_bytes, 0,
-                         a.row_bytes, lane);
+            if (!a.in_place) {
+                const LaneTargets to = {1u,
+                                        self + g.combine_rows + (size_t)i * g.combine_row_bytes};
+                warp_copy_to(to, static_cast<const char *>(a.expert_out) + (size_t)i * a.row_bytes,
+                             0, a.row_bytes, lane);
+            }
             if (a.backward) {
                 float *grads = grad_rows(self, g) + (size_t)i * KM;
                 if (h.expert_major) {

@@ -50,6 +50,8 @@ struct ncclxEpGroup {
     struct ncclxContext *ctx;
     ncclx_ep_ll_group_desc_t desc; /* what the LL kernels see */
     ncclx_ep_ht_group_desc_t ht;   /* what the HT kernels see (HT groups) */
+    char *ht_dispatch_rows;        /* HT: this rank's dispatch rows (local address) */
+    char *ht_combine_rows;         /* HT: this rank's combine rows (local address) */
     ncclx_ep_ht_handle_layout_t ht_handle_layout;
     char *handle_memory;       /* device: num_handles * handle_layout.bytes */
     volatile uint32_t *status; /* host view of the mapped status (error bits) */

@@ -54,6 +54,39 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int r
     d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
     d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
     d->timeout_ns = g->desc.timeout_ns; /* the plan's, or NCCLX_TIMEOUT_MS (ncclx_ep_group_bind) */
+    g->ht_dispatch_rows = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->dispatch_recv);
+    g->ht_combine_rows = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->combine_recv);
+}
+
+ncclxResult_t ncclxEpGroupGetHtBuffers(ncclxEpGroup_t g, ncclxEpHtBuffers_t *buffers)
+{
+    ncclxEpHtBuffers_t b = NCCLX_EP_HT_BUFFERS_INIT;
+    if (g == NULL || buffers == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpGroupGetHtBuffers: %s is NULL",
+                           g == NULL ? "group" : "buffers");
+    }
+    NCCLX_CHECK(ncclx_struct_check_output(buffers, NCCLX_MAGIC_EP_HT_BUFFERS,
+                                          NCCLX_EP_HT_BUFFERS_SIZE_V1, "buffers"));
+    if (g->plan.algorithm != NCCLX_EP_ALGO_HT) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpGroupGetHtBuffers: EP group %u is LL (zero-copy buffers are "
+                           "an HT feature)",
+                           g->index);
+    }
+    b.dispatch_rows = g->ht_dispatch_rows;
+    b.combine_rows = g->ht_combine_rows;
+    b.dispatch_row_bytes = g->dims.payload_bytes;
+    b.combine_row_bytes = g->dims.combine_slot_bytes;
+    b.rows = g->dims.recv_slots;
+    ncclx_struct_export(buffers, &b, sizeof(b));
+    return ncclxSuccess;
+}
+
+/* Whether t's data lies in [base, base + bytes). */
+static int ncclx_ht_inside(const ncclxTensor_t *t, const char *base, size_t bytes)
+{
+    const char *p = t->data;
+    return base != NULL && p >= base && p < base + bytes;
 }
 
 ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
@@ -255,6 +288,19 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
     NCCLX_CHECK(ncclx_ht_check_weights(h, a, &d));
     d.tokens = a->tokens.data;
     d.out_tokens = a->out_tokens.data;
+    /* Zero copy: out_tokens is this rank's dispatch rows, row for row. */
+    if (ncclx_ht_inside(&a->out_tokens, g->ht_dispatch_rows,
+                        (size_t)g->dims.recv_slots * g->dims.payload_bytes)) {
+        if (a->out_tokens.data != g->ht_dispatch_rows || d.row_bytes != g->dims.payload_bytes ||
+            d.scale_bytes != 0) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpDispatch: args->out_tokens points into the group's "
+                               "dispatch rows (ncclxEpGroupGetHtBuffers): it must start there, "
+                               "with rows of exactly %zu bytes (here %zu) and no scales",
+                               g->dims.payload_bytes, d.row_bytes);
+        }
+        d.in_place = 1;
+    }
     *out = d;
     return ncclxSuccess;
 }
@@ -351,6 +397,18 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
     d.expert_out = a->expert_out.data;
     d.out = a->out.data;
     d.dtype = (int)a->expert_out.dtype;
+    /* Zero copy: expert_out is this rank's combine rows, row for row. */
+    if (ncclx_ht_inside(&a->expert_out, g->ht_combine_rows,
+                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+        if (a->expert_out.data != g->ht_combine_rows || d.row_bytes != g->dims.combine_slot_bytes) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpCombine: args->expert_out points into the group's combine "
+                               "rows (ncclxEpGroupGetHtBuffers): it must start there, with rows "
+                               "of exactly %zu bytes (here %zu)",
+                               g->dims.combine_slot_bytes, d.row_bytes);
+        }
+        d.in_place = 1;
+    }
     *out = d;
     return ncclxSuccess;
 }

@@ -30,6 +30,7 @@
 #define NCCLX_EP_COMBINE_ARGS_SIZE_V1  168u
 /* First released in 0.2. */
 #define NCCLX_EP_LAYOUT_INFO_SIZE_V1 168u
+#define NCCLX_EP_HT_BUFFERS_SIZE_V1  56u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -38,22 +39,23 @@
  * NCCLX_MAGIC_* of include/ has a line.  A new versioned struct gets a line here, and library
  * code names these constants, never sizeof(), as the smallest size it accepts.
  */
-#define NCCLX_STRUCT_ABI_TABLE(X)                                                             \
-    X(ncclxPlan_t, NCCLX_MAGIC_PLAN, NCCLX_PLAN_SIZE_V1, host_block_bytes)                    \
-    X(ncclxEpGroupPlan_t, NCCLX_MAGIC_EP_GROUP_PLAN, NCCLX_EP_GROUP_PLAN_SIZE_V1, timeout_ns) \
-    X(ncclxTeam_t, NCCLX_MAGIC_TEAM, NCCLX_TEAM_SIZE_V1, reserved0)                           \
-    X(ncclxPlanSizes_t, NCCLX_MAGIC_PLAN_SIZES, NCCLX_PLAN_SIZES_SIZE_V1, reserved0)          \
-    X(ncclxPlacementQuery_t, NCCLX_MAGIC_PLACEMENT_QUERY, NCCLX_PLACEMENT_QUERY_SIZE_V1,      \
-      bound_cpuset)                                                                           \
-    X(ncclxPlacement_t, NCCLX_MAGIC_PLACEMENT, NCCLX_PLACEMENT_SIZE_V1, bind_reason)          \
-    X(ncclxInitConfig_t, NCCLX_MAGIC_INIT_CONFIG, NCCLX_INIT_CONFIG_SIZE_V1, reserved0)       \
-    X(ncclxContextInfo_t, NCCLX_MAGIC_CONTEXT_INFO, NCCLX_CONTEXT_INFO_SIZE_V1, singleton)    \
-    X(ncclxEpHandleConfig_t, NCCLX_MAGIC_EP_HANDLE_CONFIG, NCCLX_EP_HANDLE_CONFIG_SIZE_V1,    \
-      reserved0)                                                                              \
-    X(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS, NCCLX_EP_DISPATCH_ARGS_SIZE_V1,    \
-      out_topk_weights)                                                                       \
-    X(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS, NCCLX_EP_COMBINE_ARGS_SIZE_V1, out)  \
-    X(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO, NCCLX_EP_LAYOUT_INFO_SIZE_V1, recv_total)
+#define NCCLX_STRUCT_ABI_TABLE(X)                                                                \
+    X(ncclxPlan_t, NCCLX_MAGIC_PLAN, NCCLX_PLAN_SIZE_V1, host_block_bytes)                       \
+    X(ncclxEpGroupPlan_t, NCCLX_MAGIC_EP_GROUP_PLAN, NCCLX_EP_GROUP_PLAN_SIZE_V1, timeout_ns)    \
+    X(ncclxTeam_t, NCCLX_MAGIC_TEAM, NCCLX_TEAM_SIZE_V1, reserved0)                              \
+    X(ncclxPlanSizes_t, NCCLX_MAGIC_PLAN_SIZES, NCCLX_PLAN_SIZES_SIZE_V1, reserved0)             \
+    X(ncclxPlacementQuery_t, NCCLX_MAGIC_PLACEMENT_QUERY, NCCLX_PLACEMENT_QUERY_SIZE_V1,         \
+      bound_cpuset)                                                                              \
+    X(ncclxPlacement_t, NCCLX_MAGIC_PLACEMENT, NCCLX_PLACEMENT_SIZE_V1, bind_reason)             \
+    X(ncclxInitConfig_t, NCCLX_MAGIC_INIT_CONFIG, NCCLX_INIT_CONFIG_SIZE_V1, reserved0)          \
+    X(ncclxContextInfo_t, NCCLX_MAGIC_CONTEXT_INFO, NCCLX_CONTEXT_INFO_SIZE_V1, singleton)       \
+    X(ncclxEpHandleConfig_t, NCCLX_MAGIC_EP_HANDLE_CONFIG, NCCLX_EP_HANDLE_CONFIG_SIZE_V1,       \
+      reserved0)                                                                                 \
+    X(ncclxEpDispatchArgs_t, NCCLX_MAGIC_EP_DISPATCH_ARGS, NCCLX_EP_DISPATCH_ARGS_SIZE_V1,       \
+      out_topk_weights)                                                                          \
+    X(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS, NCCLX_EP_COMBINE_ARGS_SIZE_V1, out)     \
+    X(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO, NCCLX_EP_LAYOUT_INFO_SIZE_V1, recv_total) \
+    X(ncclxEpHtBuffers_t, NCCLX_MAGIC_EP_HT_BUFFERS, NCCLX_EP_HT_BUFFERS_SIZE_V1, reserved0)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

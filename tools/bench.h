@@ -34,6 +34,7 @@ typedef struct {
     uint32_t sm_budget; /* blocks per data-moving kernel (0: the library's default) */
     uint32_t device;    /* CUDA device of a loopback team */
     int graph, check, sweep;
+    int zero_copy; /* HT: outputs and expert outputs in the group's buffers (no copy) */
     int no_gate;   /* enqueue timed work without holding it behind the gate */
     int mask;      /* plan the group with an active mask (fault tolerance on) */
     int peer_copy; /* roofline: a copy to the next GPU (cudaMemcpyPeerAsync) */
@@ -160,6 +161,7 @@ typedef struct {
     void *expert_out, *out;
     void *grad_weights;                    /* HT backward combine: out_topk_weights [T, K] */
     cudaGraphExec_t graphs[BENCH_NUM_OPS]; /* NULL: eager */
+    int borrowed; /* out_tokens and expert_out are the group's buffers (--zero-copy) */
 } bench_rank_t;
 
 typedef struct {

@@ -156,15 +156,32 @@ static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
     const size_t T = o->tokens, H = o->hidden, K = o->topk, elt = bench_dtype_size(o->dtype);
     const size_t S = t->recv_rows, L = t->local_experts;
     const int flat = o->layout == NCCLX_EP_LAYOUT_FLAT, bwd = o->pass == NCCLX_EP_PASS_BACKWARD;
+    if (o->zero_copy) {
+        /* Receive rows and expert outputs live in the group's own symmetric buffers. */
+        ncclxEpHtBuffers_t b = NCCLX_EP_HT_BUFFERS_INIT;
+        BENCH_NCCLX(ncclxEpGroupGetHtBuffers(r->group, &b), "ncclxEpGroupGetHtBuffers", r->rank);
+        if (b.dispatch_row_bytes != H * elt || b.combine_row_bytes != H * elt || b.rows < S) {
+            fprintf(stderr,
+                    "ncclx-bench: rank %u: --zero-copy: the group's buffers have rows of %llu "
+                    "and %llu bytes (%u rows), the tokens %zu bytes (%zu rows)\n",
+                    r->rank, (unsigned long long)b.dispatch_row_bytes,
+                    (unsigned long long)b.combine_row_bytes, b.rows, H * elt, S);
+            return -1;
+        }
+        r->out_tokens = b.dispatch_rows;
+        r->expert_out = b.combine_rows;
+        r->borrowed = 1;
+    } else if (bench_alloc(&r->out_tokens, S * H * elt, r->rank) != 0 ||
+               bench_alloc(&r->expert_out, S * H * elt, r->rank) != 0) {
+        return -1;
+    }
     if (bench_alloc(&r->topk_idx, T * K * sizeof(int64_t), r->rank) != 0 ||
         bench_alloc(&r->topk_weights, T * K * sizeof(float), r->rank) != 0 ||
         bench_alloc(&r->tokens, T * H * elt, r->rank) != 0 ||
-        bench_alloc(&r->out_tokens, S * H * elt, r->rank) != 0 ||
         bench_alloc(&r->out_counts, (2 * L + 2) * sizeof(int64_t), r->rank) != 0 ||
         bench_alloc(&r->out_topk_idx, flat && !bwd ? S * K * sizeof(int32_t) : 0, r->rank) != 0 ||
         bench_alloc(&r->out_topk_weights, (flat ? S * K : S) * sizeof(float), r->rank) != 0 ||
         bench_alloc(&r->grad_weights, bwd ? T * K * sizeof(float) : 0, r->rank) != 0 ||
-        bench_alloc(&r->expert_out, S * H * elt, r->rank) != 0 ||
         bench_alloc(&r->out, T * H * elt, r->rank) != 0) {
         return -1;
     }
@@ -532,6 +549,10 @@ static int bench_rank_destroy(bench_rank_t *r)
                        r->expert_out, r->out,          r->grad_weights};
     int rc = 0;
     ncclxResult_t res;
+    if (r->borrowed) { /* the group's own buffers: not ours to free */
+        buffers[3] = NULL;
+        buffers[8] = NULL;
+    }
     bench_drop_graphs(r);
     if (r->handle != NULL && (res = ncclxEpHandleDestroy(r->handle)) != ncclxSuccess) {
         rc = bench_fail_ncclx(res, "ncclxEpHandleDestroy", (int)r->rank);

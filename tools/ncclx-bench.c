@@ -39,6 +39,8 @@ static void usage(FILE *out)
             "                      ranks x tokens; expert: the most any rank needs with this\n"
             "                      routing, which --comm cannot know before init: give --recv)\n"
             "  --alignment N       ht expert-major: each expert's rows padded to a multiple of N\n"
+            "  --zero-copy         ht: receive rows and expert outputs in the group's own buffers\n"
+            "                      (ncclxEpGroupGetHtBuffers): no copy-out, no staging copy\n"
             "                      (1)\n"
             "  --iters N           timed iterations (200 / 50)\n"
             "  --warmup N          untimed iterations first (20 / 10)\n"
@@ -197,8 +199,8 @@ static int check_ll_options(bench_options_t *o, const given_t *given)
     if (o->layout == NCCLX_EP_LAYOUT_FLAT) {
         return refuse("--layout flat is an HT layout (--algo ht); LL takes expert or rank");
     }
-    if (given->pass || given->recv || given->alignment) {
-        return refuse("--pass, --recv and --alignment are HT options (--algo ht)");
+    if (given->pass || given->recv || given->alignment || o->zero_copy) {
+        return refuse("--pass, --recv, --alignment and --zero-copy are HT options (--algo ht)");
     }
     if (o->tokens > NCCLX_EP_MAX_LL_TOKENS_PER_RANK) {
         fprintf(stderr, "ncclx-bench: --tokens %u: --algo ll takes at most %u tokens per rank\n",
@@ -270,7 +272,8 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},      {"timeout", 1, NULL, 'T'},
         {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},      {"sm-budget", 1, NULL, 'B'},
         {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'}, {"pass", 1, NULL, 'p'},
-        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'}, {NULL, 0, NULL, 0}};
+        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'}, {"zero-copy", 0, NULL, 'Z'},
+        {NULL, 0, NULL, 0}};
     given_t given;
     int c, ok = 1;
     memset(&given, 0, sizeof(given));
@@ -278,7 +281,9 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         if (c == 'h') {
             usage(stdout);
             exit(0);
-        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M' || c == 'P') {
+        } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M' || c == 'P' ||
+                   c == 'Z') {
+            o->zero_copy |= c == 'Z';
             o->mask |= c == 'M';
             o->peer_copy |= c == 'P';
             o->graph |= c == 'g';
@@ -332,6 +337,9 @@ static int print_ht_config(const bench_team_t *t)
                                   : "--recv");
     if (o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
         printf(", expert alignment %u", o->alignment);
+    }
+    if (o->zero_copy) {
+        printf(", zero-copy (outputs in the group's buffers)");
     }
     printf("\n# symmetric memory per rank: %.1f MiB (nccl_ep's formula for this config: %.1f "
            "MiB)\n",

@@ -269,6 +269,38 @@ typedef struct {
             NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT                      \
     }
 
+#define NCCLX_MAGIC_EP_HT_BUFFERS 0x6e786862u /* 'nxhb' */
+
+/**
+ * HT zero-copy buffers: this rank's dispatch rows and combine rows in symmetric memory (what
+ * peers write into and read from).  A dispatch whose out_tokens is dispatch_rows viewed as
+ * [rows, hidden] (its token rows exactly dispatch_row_bytes, no scales) receives the rows in
+ * place instead of copying them out; they stay valid until this rank's next HT dispatch of the
+ * group is enqueued.  A combine whose expert_out is combine_rows viewed as [rows, hidden] (rows
+ * of exactly combine_row_bytes) reads the expert outputs in place; write them there only after
+ * the dispatch that this combine follows (peers may read the previous combine's rows until
+ * then).  Other buffers work as before (one more copy each way).
+ */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    void *dispatch_rows;         /**< device [rows][dispatch_row_bytes] */
+    void *combine_rows;          /**< device [rows][combine_row_bytes] */
+    uint64_t dispatch_row_bytes; /**< the plan's largest token row (scales included) */
+    uint64_t combine_row_bytes;  /**< hidden x the plan's largest combine element */
+    uint32_t rows;               /**< max_recv_tokens_per_rank */
+    uint32_t reserved0;
+} ncclxEpHtBuffers_t;
+
+#define NCCLX_EP_HT_BUFFERS_INIT                                                                   \
+    {                                                                                              \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpHtBuffers_t, NCCLX_MAGIC_EP_HT_BUFFERS), NULL, NULL, 0, 0, \
+            0, 0                                                                                   \
+    }
+
+/** HT: this rank's zero-copy buffers of group (an output struct: start from
+ *  NCCLX_EP_HT_BUFFERS_INIT).  ncclxInvalidUsage on an LL group. */
+ncclxResult_t ncclxEpGroupGetHtBuffers(ncclxEpGroup_t group, ncclxEpHtBuffers_t *buffers);
+
 /** HT: writes the handle's receive layout (its last routing) into info's tensors, in stream
  *  order, with no host synchronization: capturable. */
 ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayoutInfo_t *info,

@@ -25,6 +25,7 @@ typedef struct {
     uint32_t alignment; /* expert_alignment */
     uint32_t layout;    /* FLAT or EXPERT_MAJOR */
     uint32_t drop, global_ids, quant;
+    uint32_t zero_copy; /* out_tokens and expert_out are the group's buffers (BF16/FP16 only) */
     ncclxDataType_t dtype, idx_dtype, count_dtype;
 } ht_case_t;
 
@@ -173,6 +174,13 @@ static void ht_open(ht_run_t *run, const ht_case_t *c)
                                  (c->quant ? NCCLX_DTYPE_BIT(NCCLX_UINT8) : 0u);
     t->group_plan.max_token_bytes = c->hidden * 4;
     t->group_plan.max_scale_bytes = 16;
+    if (c->zero_copy) {
+        /* Buffer rows of exactly one token row: one dtype, no QUANT_FWD. */
+        t->group_plan.token_dtypes = NCCLX_DTYPE_BIT(c->dtype);
+        t->group_plan.recipes = NCCLX_EP_RECIPE_NONE;
+        t->group_plan.max_token_bytes = 0;
+        t->group_plan.max_scale_bytes = 0;
+    }
     t->group_plan.max_recv_tokens_per_rank = c->recv;
     t->group_plan.expert_alignment = c->alignment;
     t->group_plan.overflow_policy = c->drop ? NCCLX_EP_OVERFLOW_DROP : NCCLX_EP_OVERFLOW_TRAP;
@@ -221,6 +229,17 @@ static void ht_open(ht_run_t *run, const ht_case_t *c)
         x->d_out_gw = dmalloc(T * K * 4);
         x->d_layout = dmalloc(3 * layout_stride(run));
         assert_int_equal(ncclx_ht_ref_layout_alloc(&run->rc, &run->lay[r]), 0);
+        if (c->zero_copy) {
+            ncclxEpHtBuffers_t b = NCCLX_EP_HT_BUFFERS_INIT;
+            assert_ncclx_ok(ncclxEpGroupGetHtBuffers(t->group[r], &b));
+            assert_int_equal(b.dispatch_row_bytes, run->row);
+            assert_int_equal(b.combine_row_bytes, run->crow);
+            assert_int_equal(b.rows, run->S);
+            assert_cuda_ok(cudaFree(x->d_out_tokens));
+            assert_cuda_ok(cudaFree(x->d_expert_out));
+            x->d_out_tokens = b.dispatch_rows;
+            x->d_expert_out = b.combine_rows;
+        }
     }
 }
 
@@ -244,7 +263,9 @@ static void ht_close(ht_run_t *run)
             free(host[i]);
         }
         for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++) {
-            assert_cuda_ok(cudaFree(dev[i]));
+            if (!run->c.zero_copy || (dev[i] != x->d_out_tokens && dev[i] != x->d_expert_out)) {
+                assert_cuda_ok(cudaFree(dev[i])); /* not the group's own buffers */
+            }
         }
         ncclx_ht_ref_layout_free(&run->lay[r]);
     }
@@ -1146,6 +1167,42 @@ static void test_two_live_handles(void **state)
     }
 }
 
+/* Zero copy: out_tokens and expert_out are the group's own buffers (ncclxEpGroupGetHtBuffers):
+ * rows arrive in place and combine reads expert outputs in place; results as with the
+ * caller's buffers.  A view that starts inside the buffer but not at its start is refused. */
+static void test_zero_copy(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_zero_copy");
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_case_t c = base_case(4, layout);
+        c.zero_copy = 1;
+        c.alignment = layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? 4 : 1;
+        c.recv = 4 * c.tokens * c.topk + c.experts * 4;
+        ht_case(&c, HT_RANDOM, 0x4, 2);
+        c.dtype = NCCLX_FLOAT16;
+        c.ranks = 8;
+        c.experts = 64;
+        c.recv = 8 * c.tokens * c.topk + c.experts * 4;
+        ht_case(&c, HT_REPEATS, 0, 1);
+    }
+    ht_run_t *run = hmalloc(sizeof(*run));
+    ht_case_t c = base_case(2, NCCLX_EP_LAYOUT_FLAT);
+    c.zero_copy = 1;
+    ht_open(run, &c);
+    ht_fill(run, HT_RANDOM, 0, 0);
+    ht_route(run);
+    ep_team_sync(&run->team);
+    ncclxEpDispatchArgs_t a = ht_dispatch_args(run, 0, 0);
+    a.out_tokens.data = (char *)a.out_tokens.data + run->row;
+    a.out_tokens.shape[0] = run->S; /* the right shape, one row off */
+    assert_ncclx_error(ncclxEpDispatch(run->h[0], &a, run->team.stream[0]), ncclxInvalidArgument,
+                       "must start there");
+    ht_close(run);
+    free(run);
+}
+
 /* Host checks that name the field (nothing is enqueued). */
 static void test_argument_errors(void **state)
 {
@@ -1211,6 +1268,7 @@ int main(void)
         cmocka_unit_test(test_quant_fwd),
         cmocka_unit_test(test_trap),
         cmocka_unit_test(test_mismatched_operation),
+        cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_stale_routing_tail),

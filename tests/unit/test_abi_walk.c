@@ -287,6 +287,25 @@ static ncclxResult_t call_get_layout(void *s)
     return ncclxEpHandleGetLayout(&abi.ht_handle, s, NULL);
 }
 
+static void make_ht_buffers(void *s)
+{
+    *(ncclxEpHtBuffers_t *)s = (ncclxEpHtBuffers_t)NCCLX_EP_HT_BUFFERS_INIT;
+}
+static ncclxResult_t call_ht_buffers(void *s)
+{
+    return ncclxEpGroupGetHtBuffers(&abi.ht_group, s);
+}
+static void expected_ht_buffers(void *s)
+{
+    ncclxEpHtBuffers_t b = NCCLX_EP_HT_BUFFERS_INIT;
+    b.dispatch_rows = abi.ht_group.ht_dispatch_rows;
+    b.combine_rows = abi.ht_group.ht_combine_rows;
+    b.dispatch_row_bytes = abi.ht_group.dims.payload_bytes;
+    b.combine_row_bytes = abi.ht_group.dims.combine_slot_bytes;
+    b.rows = abi.ht_group.dims.recv_slots;
+    *(ncclxEpHtBuffers_t *)s = b;
+}
+
 /* clang-format off */
 static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_PLAN, "ncclxPlanValidate", "plan", make_plan, call_plan, ncclxSuccess, NULL,
@@ -318,6 +337,8 @@ static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_EP_LAYOUT_INFO, "ncclxEpHandleGetLayout", "info", make_layout_info,
      call_get_layout, ncclxInvalidArgument,
      "ncclxEpHandleGetLayout: info->recv_total.dtype=2 is not allowed", NULL, 0},
+    {NCCLX_MAGIC_EP_HT_BUFFERS, "ncclxEpGroupGetHtBuffers", "buffers", make_ht_buffers,
+     call_ht_buffers, ncclxSuccess, NULL, expected_ht_buffers, 0},
 };
 /* clang-format on */
 #define ABI_PROBES_LEN (sizeof(abi_probes) / sizeof(abi_probes[0]))
