@@ -97,8 +97,9 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
         d->out_scales = a->out_scales.data;
         return ncclxSuccess;
     }
-    /* Absent scales are NCCLX_TENSOR_INIT (ndim 0); an empty rank's [0, S] has NULL data. */
-    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || a->scales.ndim == 0) {
+    /* Absent scales are NCCLX_TENSOR_INIT (ndim 0, no data); an empty rank's [0, S] has NULL
+     * data.  Data without a shape is not absent: the tensor check below names it. */
+    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || (a->scales.ndim == 0 && a->scales.data == NULL)) {
         d->scale_bytes = 0;
         return ncclxSuccess;
     }

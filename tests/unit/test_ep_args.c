@@ -137,6 +137,11 @@ static void test_quant_fwd_bounds(void **state)
     a.out_scales.dtype = NCCLX_INT32;
     assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
                        "args->out_scales.dtype");
+    /* Scales with data but no shape are not "absent": refused, never silently dropped. */
+    a.out_scales.dtype = NCCLX_FLOAT32;
+    a.scales.ndim = 0;
+    assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->scales.ndim=0");
 }
 
 typedef struct {
