@@ -26,11 +26,12 @@ typedef enum {
 
 struct ncclxEpHandle {
     struct ncclxEpGroup *group;
-    uint32_t index;      /* slot in the group's pool */
-    uint32_t live;       /* between create and destroy */
-    uint32_t routed;     /* the last routing launch succeeded: dispatch may follow */
-    uint32_t dispatched; /* a dispatch completed: combine may follow */
-    uint32_t route_gen;  /* HT: the group's route_gen when this handle was routed */
+    uint32_t index;         /* slot in the group's pool */
+    uint32_t live;          /* between create and destroy */
+    uint32_t routed;        /* the last routing launch succeeded: dispatch may follow */
+    uint32_t dispatched;    /* a dispatch completed: combine may follow */
+    uint32_t route_gen;     /* HT: the group's route_gen when this handle was routed */
+    uint32_t caller_memory; /* its device memory is the caller's (ncclxEpHandleInit) */
     ncclx_ep_pending_t pending;
     ncclxEpHandleConfig_t config;
     ncclx_ep_ll_handle_desc_t desc;
@@ -94,8 +95,23 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int r
 /** Checks an HT handle config against the group. */
 ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);
 
-/** Points the handle's HT descriptor at its device memory (config already set). */
-void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h);
+/** Points the handle's HT descriptor at device memory base laid out as l (config set). */
+void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base,
+                             const ncclx_ep_ht_handle_layout_t *l);
+
+/* ---- handles of both algorithms (lib/ep_ll.c) ---- */
+
+/** Bytes of one handle of g for (layout, topk), and the layout of its pieces (ll for LL
+ *  groups, ht for HT groups; the other is left alone). */
+size_t ncclx_ep_handle_layouts(const ncclx_ep_group_t *g, uint32_t layout, uint32_t topk,
+                               ncclx_ep_ll_handle_layout_t *ll, ncclx_ep_ht_handle_layout_t *ht);
+
+/** Points h's kernel descriptor at its device memory: caller_memory laid out for h's own
+ *  (layout, topk), or (NULL) its slot of the group's pool.  h->config must be set. */
+void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory);
+
+/** Checks a handle config against the group (LL or HT). */
+ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);
 
 /** HT argument checks (naming the field) that fill the kernels' call descriptors; pure host
  *  code (tests/unit/test_ep_ht_args.c runs them without a GPU). */

@@ -113,11 +113,8 @@ ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpH
     return ncclxSuccess;
 }
 
-void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h)
+void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base, const ncclx_ep_ht_handle_layout_t *l)
 {
-    const ncclx_ep_group_t *g = h->group;
-    const ncclx_ep_ht_handle_layout_t *l = &g->ht_handle_layout;
-    char *base = g->handle_memory + (size_t)h->index * l->bytes;
     ncclx_ep_ht_handle_desc_t *d = &h->ht;
     const int em = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     d->idx = (int32_t *)(base + l->idx);
@@ -311,7 +308,6 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     ncclx_ep_group_t *g = h->group;
     ncclx_ep_ht_dispatch_desc_t d;
     ncclxResult_t res = ncclxSuccess;
-    NCCLX_CHECK(ncclx_ep_ht_dispatch_desc(h, a, &d));
     if (g->broken) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpDispatch: EP group %u is unusable: a launch failed in the "
@@ -320,8 +316,9 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     }
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpDispatch: handle %u has no routing (its last routing launch "
-                           "failed): call ncclxEpHandleUpdate",
+                           "ncclxEpDispatch: handle %u has no routing (ncclxEpHandleInit gave "
+                           "it none, or its last routing launch failed): call "
+                           "ncclxEpHandleUpdate",
                            h->index);
     }
     if (h->route_gen != g->route_gen) {
@@ -330,6 +327,8 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
                            "EP group %u was cleared: route it again with ncclxEpHandleUpdate",
                            h->index, g->index);
     }
+    /* After the routing checks: without a routing, num_tokens means nothing yet. */
+    NCCLX_CHECK(ncclx_ep_ht_dispatch_desc(h, a, &d));
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
     h->dispatched = 0;
     ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
@@ -500,8 +499,8 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_
     }
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpHandleGetLayout: handle %u has no routing (its last routing "
-                           "launch failed)",
+                           "ncclxEpHandleGetLayout: handle %u has no routing (ncclxEpHandleInit "
+                           "gave it none, or its last routing launch failed)",
                            h->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpHandleGetLayout"));

@@ -250,22 +250,54 @@ out:
     return res;
 }
 
-static void ncclx_handle_desc(ncclx_ep_handle_t *h)
+size_t ncclx_ep_handle_layouts(const ncclx_ep_group_t *g, uint32_t layout, uint32_t topk,
+                               ncclx_ep_ll_handle_layout_t *ll, ncclx_ep_ht_handle_layout_t *ht)
+{
+    ncclx_ep_dims_t d = g->dims;
+    d.topk = topk;
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        ncclx_ep_ht_handle_layout(&d, ht);
+        return ht->bytes;
+    }
+    ncclx_ep_ll_handle_layout(&d, layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR, ll);
+    return ll->bytes;
+}
+
+void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
 {
     const ncclx_ep_group_t *g = h->group;
-    const ncclx_ep_ll_handle_layout_t *l = &g->handle_layout;
-    char *base = g->handle_memory + (size_t)h->index * l->bytes;
+    ncclx_ep_ll_handle_layout_t ll = g->handle_layout;
+    ncclx_ep_ht_handle_layout_t ht = g->ht_handle_layout;
+    char *base;
+    if (caller_memory != NULL) { /* laid out for this handle's shape alone */
+        (void)ncclx_ep_handle_layouts(g, h->config.layout, h->config.topk, &ll, &ht);
+        base = caller_memory;
+    } else { /* the group's pool: every handle has the stride of the largest shape */
+        base = g->handle_memory +
+               (size_t)h->index * (g->plan.algorithm == NCCLX_EP_ALGO_HT ? ht.bytes : ll.bytes);
+    }
+    h->caller_memory = caller_memory != NULL;
+    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+        ncclx_ep_ht_handle_desc(h, base, &ht);
+        return;
+    }
     ncclx_ep_ll_handle_desc_t *d = &h->desc;
-    d->idx = (int32_t *)(base + l->idx);
-    d->route = (int32_t *)(base + l->route);
-    d->send_count = (int32_t *)(base + l->send_count);
-    d->recv_count = (int32_t *)(base + l->recv_count);
-    d->recv_tok = (int32_t *)(base + l->recv_tok);
+    d->idx = (int32_t *)(base + ll.idx);
+    d->route = (int32_t *)(base + ll.route);
+    d->send_count = (int32_t *)(base + ll.send_count);
+    d->recv_count = (int32_t *)(base + ll.recv_count);
+    d->recv_tok = (int32_t *)(base + ll.recv_tok);
     d->recv_pos =
-        h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + l->recv_pos) : NULL;
+        h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + ll.recv_pos) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     d->global_ids = (int)h->config.global_expert_ids;
+}
+
+ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
+{
+    return g->plan.algorithm == NCCLX_EP_ALGO_HT ? ncclx_ep_ht_check_config(g, c)
+                                                 : ncclx_check_handle_config(g, c);
 }
 
 ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *config,
@@ -284,18 +316,14 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
     }
     NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
-    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
-    NCCLX_CHECK(ht ? ncclx_ep_ht_check_config(g, &cfg) : ncclx_check_handle_config(g, &cfg));
+    NCCLX_CHECK(ncclx_ep_check_config(g, &cfg));
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleCreate"));
     NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
     h->group = g;
     h->index = index;
     h->config = cfg;
-    if (ht) {
-        ncclx_ep_ht_handle_desc(h);
-    } else {
-        ncclx_handle_desc(h);
-    }
+    h->pending = NCCLX_EP_PENDING_NONE;
+    ncclx_ep_handle_bind(h, NULL);
     NCCLX_CHECK_GOTO(ncclx_route(h, topk_idx, "ncclxEpHandleCreate", stream), res, err_release);
     h->live = 1;
     *handle = h;
@@ -468,13 +496,14 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
                            "(NCCLX_EP_PASS_FORWARD)",
                            a.pass);
     }
-    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
     if (!h->routed) {
         return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpDispatch: handle %u has no routing (its last routing launch "
-                           "failed): call ncclxEpHandleUpdate",
+                           "ncclxEpDispatch: handle %u has no routing (ncclxEpHandleInit gave "
+                           "it none, or its last routing launch failed): call "
+                           "ncclxEpHandleUpdate",
                            h->index);
     }
+    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
     NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpDispatch"));
     /* A new dispatch replaces the handle's received routing, whatever happens next. */
     h->dispatched = 0;

@@ -125,6 +125,29 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t group, const ncclxEpHandleConfi
                                   const ncclxTensor_t *topk_idx, ncclxStream_t stream,
                                   ncclxEpHandle_t *handle);
 
+/**
+ * Split lifecycle (both algorithms): size a handle's device memory, allocate it yourself (for
+ * example before a CUDA graph capture), initialize a handle on it without routing, and route it
+ * later with ncclxEpHandleUpdate (dispatch before the first update is refused).
+ *
+ * *bytes = the exact device memory of one handle of group with this layout and top-k (topk 0:
+ * the group's max_topk): with the largest shape, what the plan reserves per handle.  Pure host
+ * call.
+ */
+ncclxResult_t ncclxEpHandleMemSize(ncclxEpGroup_t group, uint32_t layout, uint32_t topk,
+                                   size_t *bytes);
+
+/**
+ * A handle on caller device memory: handle_mem is a 1-D NCCLX_UINT8 device tensor of at least
+ * ncclxEpHandleMemSize(config->layout, config->topk) bytes, 16-byte aligned, that the caller
+ * keeps for the handle's life (destroy never frees it).  The host struct comes from the group's
+ * pool (ncclxResourceExhausted when all num_handles are in use).  Nothing is enqueued on stream
+ * and nothing allocates: call it before a capture, then capture update, dispatch and combine.
+ */
+ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t group, const ncclxEpHandleConfig_t *config,
+                                const ncclxTensor_t *handle_mem, ncclxStream_t stream,
+                                ncclxEpHandle_t *handle);
+
 /** Routes an existing handle with new topk_idx (same K; num_tokens may change). */
 ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t handle, const ncclxTensor_t *topk_idx,
                                   ncclxStream_t stream);

@@ -41,6 +41,7 @@ typedef struct {
     void *d_idx, *d_w, *d_tokens, *d_grads, *d_scales, *d_out_tokens, *d_out_scales, *d_out_idx,
         *d_out_w;
     void *d_expert_out, *d_out, *d_grad_w, *d_out_gw, *d_layout;
+    void *d_handle_mem; /* caller memory of the current handle (ncclxEpHandleInit), or NULL */
 } ht_rank_t;
 
 typedef struct {
@@ -252,6 +253,9 @@ static void ht_close(ht_run_t *run)
         }
         if (run->have_other) {
             assert_ncclx_ok(ncclxEpHandleDestroy(run->h_other[r]));
+        }
+        if (x->d_handle_mem != NULL) { /* destroy left the caller's memory alone */
+            assert_cuda_ok(cudaFree(x->d_handle_mem));
         }
         void *host[] = {x->idx,        x->idx_upload, x->weights, x->grad_w,     x->expert_out_f,
                         x->tokens,     x->scales,     x->grads,   x->expert_out, x->got,
@@ -665,6 +669,35 @@ static void ht_check_combine(ht_run_t *run, int backward)
     }
 }
 
+/* Handles on caller memory (ncclxEpHandleMemSize bytes each, ncclxEpHandleInit): no routing
+ * yet, so a dispatch is refused until the first ht_route (an update). */
+static void ht_init_caller_handles(ht_run_t *run)
+{
+    assert_false(run->have_handles);
+    for (uint32_t r = 0; r < run->R; r++) {
+        ht_rank_t *x = &run->r[r];
+        size_t bytes = 0;
+        ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
+        cfg.layout = run->c.layout;
+        cfg.topk = run->K;
+        cfg.global_expert_ids = run->c.global_ids;
+        assert_ncclx_ok(ncclxEpHandleMemSize(run->team.group[r], cfg.layout, cfg.topk, &bytes));
+        x->d_handle_mem = dmalloc(bytes);
+        const ncclxTensor_t mem = ep_tensor(x->d_handle_mem, NCCLX_UINT8, 1, (int64_t)bytes, 0, 0);
+        const ncclxTensor_t short_mem =
+            ep_tensor(x->d_handle_mem, NCCLX_UINT8, 1, (int64_t)bytes - 1, 0, 0);
+        assert_ncclx_error(ncclxEpHandleInit(run->team.group[r], &cfg, &short_mem,
+                                             run->team.stream[r], &run->h[r]),
+                           ncclxInvalidArgument, "handle_mem.shape[0]");
+        assert_ncclx_ok(
+            ncclxEpHandleInit(run->team.group[r], &cfg, &mem, run->team.stream[r], &run->h[r]));
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_error(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]), ncclxInvalidUsage,
+                           "ncclxEpHandleInit gave it none");
+    }
+    run->have_handles = 1;
+}
+
 /* The calls go to the other set of handles from now on (a new set is created at the next
  * ht_route when it has none). */
 static void ht_swap_handles(ht_run_t *run)
@@ -1014,6 +1047,9 @@ static void test_graph_replay(void **state)
         cudaGraphExec_t exec[EP_MAX_RANKS];
         ht_open(run, &c);
         ht_fill(run, HT_RANDOM, 0, 0);
+        if (layout == NCCLX_EP_LAYOUT_FLAT) {
+            ht_init_caller_handles(run); /* init before capture: the split lifecycle */
+        }
         ht_route(run);
         ep_team_sync(&run->team);
         for (uint32_t r = 0; r < run->R; r++) {
@@ -1203,6 +1239,30 @@ static void test_zero_copy(void **state)
     free(run);
 }
 
+/* The split lifecycle: handles on caller memory (initialized before any routing, then routed
+ * by two updates, each checked forward and backward), and a destroy that leaves the caller's
+ * memory to the caller. */
+static void test_caller_memory(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_caller_memory");
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_run_t *run = hmalloc(sizeof(*run));
+        ht_case_t c = base_case(4, layout);
+        c.topk = 2; /* below the group's bound: the memory is sized for this handle alone */
+        c.recv = 4 * c.tokens * c.topk;
+        ht_open(run, &c);
+        ht_init_caller_handles(run);
+        for (int it = 0; it < 2; it++) {
+            ht_fill(run, HT_RANDOM, 0, 0);
+            ht_iteration(run, 0);
+        }
+        ht_close(run);
+        free(run);
+    }
+}
+
 /* Host checks that name the field (nothing is enqueued). */
 static void test_argument_errors(void **state)
 {
@@ -1269,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_trap),
         cmocka_unit_test(test_mismatched_operation),
         cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_caller_memory),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_stale_routing_tail),

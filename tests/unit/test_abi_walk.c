@@ -82,6 +82,7 @@ static void abi_setup_ep(void)
     assert_ncclx_ok(ncclx_ep_dims_compute(&g, &team, 0, &abi.group.dims));
     abi.handle.group = &abi.group;
     abi.handle.live = 1;
+    abi.handle.routed = 1; /* dispatch checks its arguments only on a routed handle */
     abi.handle.dispatched = 1;
     abi.handle.config.layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     abi.handle.config.topk = 2;
