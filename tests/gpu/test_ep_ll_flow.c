@@ -6,7 +6,8 @@
  * refusing other work meanwhile), two handles alternating (dispatch h1, dispatch h2, combine
  * h1, combine h2), 1000 back-to-back iterations rerouting one handle between two routings
  * and recipes, and update + dispatch + combine captured in a CUDA graph on every rank and
- * replayed 100 times with new tokens, weights and routings written between replays.
+ * replayed 100 times with new tokens, weights and routings written between replays, and
+ * handles on caller memory (ncclxEpHandleInit) routed by updates.
  * Allocation counters stay at zero from the end of buffer allocation to the end of each
  * test.  TEST_SEED=n replays a run's random data.
  */
@@ -377,6 +378,54 @@ static void test_graph_capture(void **state)
     ep_team_close(&t);
 }
 
+/* ---- the split lifecycle ---- */
+
+/* Handles on caller memory (ncclxEpHandleMemSize bytes, ncclxEpHandleInit): refused until the
+ * first update, then exact through two routings, eager and send_only; destroy leaves the
+ * memory to the caller. */
+static void test_caller_memory(void **state)
+{
+    const ep_case_t cases[2] = {{4, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0},
+                                {6, RM, FP8, 0, 1, BF16, U8, 0, I32, I32, F16, 0}};
+    ep_team_t t;
+    ep_routing_t rt = ep_routing_default();
+    (void)state;
+    ep_rng_reset("caller_memory");
+    open_team(&t, 4);
+    for (int c = 0; c < 2; c++) {
+        ep_run_t run;
+        void *mem[EP_MAX_RANKS];
+        ep_run_alloc(&run, &t, &cases[c]);
+        const ncclxEpHandleConfig_t cfg = ep_handle_config(&run);
+        for (uint32_t r = 0; r < t.ranks; r++) {
+            size_t bytes = 0;
+            assert_ncclx_ok(ncclxEpHandleMemSize(t.group[r], cfg.layout, cfg.topk, &bytes));
+            assert_cuda_ok(cudaMalloc(&mem[r], bytes));
+            const ncclxTensor_t m = ep_tensor(mem[r], NCCLX_UINT8, 1, (int64_t)bytes, 0, 0);
+            assert_ncclx_ok(ncclxEpHandleInit(t.group[r], &cfg, &m, t.stream[r], &run.handle[r]));
+        }
+        run.own_handles = 1;
+        ep_alloc_arm();
+        ep_run_fill(&run, &rt);
+        ncclxEpDispatchArgs_t da = ep_dispatch_args(&run, 0, 0);
+        assert_ncclx_error(ncclxEpDispatch(run.handle[0], &da, t.stream[0]), ncclxInvalidUsage,
+                           "ncclxEpHandleInit gave it none");
+        for (uint32_t send_only = 0; send_only < 2; send_only++) {
+            ep_run_update(&run);
+            ep_run_dispatch_and_check(&run, send_only);
+            ep_run_combine_and_check(&run, send_only);
+            ep_run_fill(&run, &rt);
+        }
+        ep_run_destroy(&run);
+        ep_alloc_assert_none("caller memory");
+        for (uint32_t r = 0; r < t.ranks; r++) {
+            assert_cuda_ok(cudaFree(mem[r])); /* still the caller's: destroy did not free it */
+        }
+        ep_run_free(&run);
+    }
+    ep_team_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_two_handles_alternating),
         cmocka_unit_test(test_back_to_back_iterations),
         cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_caller_memory),
     };
     ep_seed_init("test_ep_ll_flow");
     return cmocka_run_group_tests_name("gpu_ep_ll_flow", tests, NULL, NULL);
