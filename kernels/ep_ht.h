@@ -113,10 +113,19 @@ typedef struct {
 static inline unsigned ncclx_ep_ht_op_word(int expert_major, int backward, int topk, int kind,
                                            size_t row_bytes, size_t scale_bytes)
 {
-    return ((unsigned)expert_major & 1u) | ((unsigned)backward & 1u) << 1 |
-           ((unsigned)(topk - 1) & 31u) << 2 | ((unsigned)kind & 3u) << 7 |
-           (unsigned)((row_bytes / 16) & 0x3ffu) << 9 |
-           (unsigned)((scale_bytes / 16) & 0x1fu) << 19;
+    /* Every field whole, mixed into 24 bits (a 64-bit finalizer): two different operations
+     * share a word with odds of 2^-24, instead of whenever a truncated field wraps. */
+    unsigned long long x =
+        (unsigned long long)(expert_major & 1) | (unsigned long long)(backward & 1) << 1 |
+        (unsigned long long)(topk & 0xff) << 2 | (unsigned long long)(kind & 0xf) << 10 |
+        (unsigned long long)(row_bytes & 0xffffffu) << 14 |
+        (unsigned long long)(scale_bytes & 0xffffffu) << 38;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (unsigned)(x & 0xffffffu);
 }
 
 /* Where ncclxEpHandleGetLayout writes (NULL: absent). */

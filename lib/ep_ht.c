@@ -285,6 +285,15 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
     NCCLX_CHECK(ncclx_ht_check_weights(h, a, &d));
     d.tokens = a->tokens.data;
     d.out_tokens = a->out_tokens.data;
+    if (ncclx_ht_inside(&a->tokens, g->ht_dispatch_rows,
+                        (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
+        ncclx_ht_inside(&a->tokens, g->ht_combine_rows,
+                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->tokens lies in the group's own buffers "
+                           "(ncclxEpGroupGetHtBuffers), which peers write during the dispatch: "
+                           "copy the tokens elsewhere first");
+    }
     /* Zero copy: out_tokens is this rank's dispatch rows, row for row. */
     if (ncclx_ht_inside(&a->out_tokens, g->ht_dispatch_rows,
                         (size_t)g->dims.recv_slots * g->dims.payload_bytes)) {
@@ -396,6 +405,14 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
     d.expert_out = a->expert_out.data;
     d.out = a->out.data;
     d.dtype = (int)a->expert_out.dtype;
+    if (ncclx_ht_inside(&a->out, g->ht_dispatch_rows,
+                        (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
+        ncclx_ht_inside(&a->out, g->ht_combine_rows,
+                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->out lies in the group's own buffers "
+                           "(ncclxEpGroupGetHtBuffers), which peers read during the combine");
+    }
     /* Zero copy: expert_out is this rank's combine rows, row for row. */
     if (ncclx_ht_inside(&a->expert_out, g->ht_combine_rows,
                         (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
@@ -430,6 +447,12 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
                            "ncclxEpCombine: handle %u has no completed dispatch since its last "
                            "routing",
                            h->index);
+    }
+    if (h->route_gen != g->route_gen) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpCombine: handle %u was routed before a receive overflow of "
+                           "EP group %u was cleared: route it again and dispatch",
+                           h->index, g->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
@@ -502,6 +525,12 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_
                            "ncclxEpHandleGetLayout: handle %u has no routing (ncclxEpHandleInit "
                            "gave it none, or its last routing launch failed)",
                            h->index);
+    }
+    if (h->route_gen != g->route_gen) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleGetLayout: handle %u was routed before a receive "
+                           "overflow of EP group %u was cleared: route it again",
+                           h->index, g->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpHandleGetLayout"));
     l.counts = in.expert_counts.data;

@@ -400,19 +400,27 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g, ncclxStream_t stream)
     if (g == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpClearAsyncError: group is NULL");
     }
-    /* Only the bits seen now: a bit a kernel reports after this read survives the clear. */
-    const uint32_t seen = *g->status;
+    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
+    /* Only the bits seen now: a bit a kernel reports after this read survives the clear.  An
+     * HT group's timeout stays: its ranks' step numbers no longer agree, for good. */
+    const uint32_t seen = *g->status & (ht ? ~NCCLX_EP_ERROR_TIMEOUT : ~0u);
     if (seen == 0) {
         return ncclxSuccess;
     }
+    if (ht) {
+        /* HT kernels read the error word once at their start: a clear on another stream
+         * could change it under a running kernel. */
+        NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpClearAsyncError"));
+    }
     ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT && (seen & NCCLX_EP_ERROR_OVERFLOW)) {
+    if (ht && (seen & NCCLX_EP_ERROR_OVERFLOW)) {
         /* Every routing up to now overflowed or was skipped (the group was stopped). */
         g->route_gen++;
     }
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
+    if (ht) {
         NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_clear_error(&g->ht, seen, (cudaStream_t)stream),
                               res, out);
+        res = ncclx_ep_mark_stream(g, stream);
     } else {
         NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream),
                               res, out);

@@ -301,8 +301,11 @@ typedef struct {
  * place instead of copying them out; they stay valid until this rank's next HT dispatch of the
  * group is enqueued.  A combine whose expert_out is combine_rows viewed as [rows, hidden] (rows
  * of exactly combine_row_bytes) reads the expert outputs in place; write them there only after
- * the dispatch that this combine follows (peers may read the previous combine's rows until
- * then).  Other buffers work as before (one more copy each way).
+ * a dispatch of the group that was enqueued after the group's previous combine (until then
+ * peers may still read that combine's rows: with two handles, dispatch A, dispatch B, combine A,
+ * the rows for B may be written only after another dispatch).  Never write the dispatch rows
+ * yourself (peers write them from their next dispatch on), and keep tokens and combine outputs
+ * out of both buffers (refused).  Other buffers work as before (one more copy each way).
  */
 typedef struct {
     NCCLX_STRUCT_HEADER;
@@ -348,10 +351,12 @@ ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t group, uint32_t *error);
 
 /**
  * Clears, in stream order, the bits of the group's asynchronous error word that this call
- * reads (nothing else clears them).  A bit that a kernel reports after that read, or that an
- * operation enqueued earlier on stream reports before the clear runs, survives: no report is
- * ever lost.  Does not wait for the GPU: the word reads 0 once the clear has run (synchronize
- * stream to be sure).  Capturable, but a captured clear clears the bits seen at capture.
+ * reads (nothing else clears them; an HT group's NCCLX_EP_ERROR_TIMEOUT is never cleared, and
+ * an HT group's clear runs on the group's stream like its other calls).  A bit that a kernel
+ * reports after that read, or that an operation enqueued earlier on stream reports before the clear
+ * runs, survives: no report is ever lost.  Does not wait for the GPU: the word reads 0 once the
+ * clear has run (synchronize stream to be sure).  Capturable, but a captured clear clears the bits
+ * seen at capture.
  */
 ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group, ncclxStream_t stream);
 
