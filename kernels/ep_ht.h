@@ -70,8 +70,23 @@ typedef struct {
     unsigned long long timeout_ns;
 } ncclx_ep_ht_group_desc_t;
 
+/* The header at the start of every HT handle's device memory.  The memory holds no pointer,
+ * so a byte copy of it is a complete snapshot of the routing (ncclxEpHandleImport checks this
+ * header and the checksum before it binds one).  Written by the routing's last kernel. */
+#define NCCLX_EP_HT_HANDLE_MAGIC   0x6e786873u /* 'nxhs' */
+#define NCCLX_EP_HT_HANDLE_VERSION 1u
+typedef struct {
+    unsigned int magic, version;
+    unsigned long long geometry; /* ncclx_ep_ht_geometry: group, rank, layout, top-k */
+    unsigned long long step;     /* the group's routing step that wrote it (1, 2, ...) */
+    unsigned long long checksum; /* of the bytes after this header (ncclx_ep_ht_checksum) */
+    int num_tokens, topk, layout, idx_int64;
+    unsigned long long reserved[2];
+} ncclx_ep_ht_handle_header_t;
+
 /* One HT handle's device memory (see ncclx_ep_ht_handle_layout_t). */
 typedef struct {
+    ncclx_ep_ht_handle_header_t *header;
     int32_t *idx;        /* [T][K]: validated top-k, -1 = not routed or a repeated expert */
     int32_t *flat_row;   /* [T][R]: FLAT row of the token at each rank, -1 */
     int32_t *em_row;     /* [T][K]: EM row of each entry at its expert's rank, -1 (EM only) */
@@ -81,6 +96,8 @@ typedef struct {
     int32_t *zone_count; /* [L]: EM real rows per zone, unclamped */
     int32_t *zone_base;  /* [L]: EM zone starts, clamped to S */
     int num_tokens, topk, expert_major, global_ids;
+    unsigned long long geometry; /* what the header must say (ncclx_ep_ht_geometry) */
+    size_t bytes;                /* the whole memory, header included */
 } ncclx_ep_ht_handle_desc_t;
 
 typedef struct {
@@ -140,6 +157,19 @@ typedef struct {
 cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *g,
                                      const ncclx_ep_ht_handle_desc_t *h, const void *topk_idx,
                                      int idx_int64, cudaStream_t stream);
+
+/** Checks the snapshot at h (its header against what h describes, and its checksum) and
+ *  writes the verdict to *verdict (device-visible host memory): NCCLX_EP_HT_IMPORT_* bits of
+ *  what differs, 0 when it may be bound; *step gets the header's routing step.  Reads only. */
+#define NCCLX_EP_HT_IMPORT_MAGIC    0x1u
+#define NCCLX_EP_HT_IMPORT_VERSION  0x2u
+#define NCCLX_EP_HT_IMPORT_GEOMETRY 0x4u
+#define NCCLX_EP_HT_IMPORT_STATE    0x8u /* num_tokens, topk or index dtype */
+#define NCCLX_EP_HT_IMPORT_CHECKSUM 0x10u
+cudaError_t ncclx_ep_ht_launch_verify(const ncclx_ep_ht_group_desc_t *g,
+                                      const ncclx_ep_ht_handle_desc_t *h, int idx_int64,
+                                      unsigned *verdict, unsigned long long *step,
+                                      cudaStream_t stream);
 
 /** Dispatch: pushes this rank's rows to their places, then copies the received rows out. */
 cudaError_t ncclx_ep_ht_launch_dispatch(const ncclx_ep_ht_group_desc_t *g,

@@ -170,6 +170,48 @@ __device__ __forceinline__ const uint32_t *map_of(const ncclx_ep_ht_group_desc_t
     return reinterpret_cast<const uint32_t *>(peer_base(g, r) + g.map);
 }
 
+// The operation word a data kernel sends and expects: the call's word (host) mixed with the
+// routing step of the handle, so that ranks whose handles come from different routing steps
+// (snapshots imported from different updates) read none of each other's rows.
+__device__ __forceinline__ unsigned step_word(const ncclx_ep_ht_handle_desc_t &h, unsigned op)
+{
+    const unsigned long long step = load_volatile(&h.header->step);
+    return (op ^ (unsigned)((step * 0x9e3779b97f4a7c15ull) >> 40)) & 0xffffffu;
+}
+
+// One 64-bit word's share of a snapshot checksum: position-dependent and mixed, summed modulo
+// 2^64 (so blocks can add their shares in any order).
+__device__ __forceinline__ unsigned long long checksum_share(size_t index, unsigned long long word)
+{
+    unsigned long long x = word ^ (index * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+// Adds the checksum of the handle memory after its header into *sum (every block of the grid
+// takes a share of the words; sum starts at 0).
+__device__ __forceinline__ void add_checksum(const ncclx_ep_ht_handle_desc_t &h,
+                                             unsigned long long *sum)
+{
+    const unsigned long long *words = reinterpret_cast<const unsigned long long *>(h.header);
+    const size_t first = sizeof(ncclx_ep_ht_handle_header_t) / 8, n = h.bytes / 8;
+    unsigned long long mine = 0;
+    for (size_t i = first + blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        mine += checksum_share(i, words[i]);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        mine += __shfl_xor_sync(0xffffffffu, mine, o);
+    }
+    if (threadIdx.x % kWarpSize == 0) {
+        atomicAdd(sum, mine);
+    }
+}
+
 // Rows padded to the alignment: an expert with no rows takes none.
 __device__ __forceinline__ long long padded(long long count, int alignment)
 {

@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     if (last_block(&g.state->arrive[1])) {
-        (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, a.op);
+        (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, step_word(h, a.op));
     }
 }
 
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     // A peer whose operation word differs pushed rows of another shape: nothing is read.
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, (int)a.op)) {
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, (int)step_word(h, a.op))) {
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
              i += (long long)gridDim.x * kWarps) {
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
     if (last_block(&g.state->arrive[3])) {
-        (void)signal_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, a.op);
+        (void)signal_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, step_word(h, a.op));
     }
 }
 
@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)a.op)) {
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op))) {
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;

@@ -80,6 +80,9 @@ __global__ void __launch_bounds__(kThreads)
     if (stopped) {
         return;
     }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        h.header->checksum = 0; /* the seal kernel adds it up */
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_MAP_READ, op)) {
         publish_rows(g, h, topk_idx);
         const int counters = g.ranks * g.num_experts + g.ranks * g.ranks;
@@ -379,6 +382,51 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Kernel 4: the header and checksum of the finished routing (ncclxEpHandleImport checks them).
+__global__ void __launch_bounds__(kThreads)
+    seal_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, int idx_int64)
+{
+    if (block_route_stopped(g)) {
+        return;
+    }
+    add_checksum(h, &h.header->checksum);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        ncclx_ep_ht_handle_header_t *hd = h.header;
+        hd->magic = NCCLX_EP_HT_HANDLE_MAGIC;
+        hd->version = NCCLX_EP_HT_HANDLE_VERSION;
+        hd->geometry = h.geometry;
+        hd->step = load_volatile(&g.state->route_seq); /* advanced by this routing's scan */
+        hd->num_tokens = h.num_tokens;
+        hd->topk = h.topk;
+        hd->layout = h.expert_major;
+        hd->idx_int64 = idx_int64;
+    }
+}
+
+// ncclxEpHandleImport: the snapshot's header against what the handle is to be, and its checksum
+// recomputed into *sum (zeroed before the launch); the last block writes the verdict.
+__global__ void __launch_bounds__(kThreads)
+    verify_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, int idx_int64,
+                  unsigned long long *sum, unsigned *verdict, unsigned long long *step)
+{
+    add_checksum(h, sum);
+    if (last_block(&g.state->arrive[0]) && threadIdx.x == 0) {
+        const ncclx_ep_ht_handle_header_t *hd = h.header;
+        unsigned bad = 0;
+        bad |= hd->magic != NCCLX_EP_HT_HANDLE_MAGIC ? NCCLX_EP_HT_IMPORT_MAGIC : 0u;
+        bad |= hd->version != NCCLX_EP_HT_HANDLE_VERSION ? NCCLX_EP_HT_IMPORT_VERSION : 0u;
+        bad |= hd->geometry != h.geometry ? NCCLX_EP_HT_IMPORT_GEOMETRY : 0u;
+        bad |= hd->num_tokens != h.num_tokens || hd->topk != h.topk ||
+                       hd->layout != h.expert_major || hd->idx_int64 != idx_int64
+                   ? NCCLX_EP_HT_IMPORT_STATE
+                   : 0u;
+        bad |= load_volatile(sum) != hd->checksum ? NCCLX_EP_HT_IMPORT_CHECKSUM : 0u;
+        *reinterpret_cast<volatile unsigned long long *>(step) = hd->step;
+        *reinterpret_cast<volatile unsigned *>(verdict) = bad;
+        __threadfence_system();
+    }
+}
+
 __global__ void layout_kernel(ncclx_ep_ht_handle_desc_t h, int local_experts,
                               ncclx_ep_ht_layout_desc_t l)
 {
@@ -445,6 +493,26 @@ extern "C" cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *
         return err;
     }
     scan_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h);
+    if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    seal_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, idx_int64);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ht_launch_verify(const ncclx_ep_ht_group_desc_t *g,
+                                                 const ncclx_ep_ht_handle_desc_t *h, int idx_int64,
+                                                 unsigned *verdict, unsigned long long *step,
+                                                 cudaStream_t stream)
+{
+    using namespace ncclx::ht;
+    /* The routing counters are scratch between routings: the first word sums the checksum. */
+    unsigned long long *sum = reinterpret_cast<unsigned long long *>(g->expert_hits);
+    cudaError_t err = cudaMemsetAsync(sum, 0, sizeof(*sum), stream);
+    if (err != cudaSuccess) {
+        return err;
+    }
+    verify_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, idx_int64, sum, verdict, step);
     return cudaGetLastError();
 }
 
@@ -471,6 +539,8 @@ extern "C" cudaError_t ncclx_ep_ht_route_load(void)
                                    reinterpret_cast<const void *>(publish_kernel<int32_t>),
                                    reinterpret_cast<const void *>(count_kernel),
                                    reinterpret_cast<const void *>(scan_kernel),
+                                   reinterpret_cast<const void *>(seal_kernel),
+                                   reinterpret_cast<const void *>(verify_kernel),
                                    reinterpret_cast<const void *>(layout_kernel),
                                    reinterpret_cast<const void *>(clear_error_kernel)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));

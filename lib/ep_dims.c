@@ -62,6 +62,7 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
 {
     size_t cursor = 0;
     size_t tk = (size_t)d->tokens * d->topk, L = d->local_experts;
+    h->header = ncclx_handle_piece(&cursor, 64); /* kernels/ep_ht.h: ncclx_ep_ht_handle_header_t */
     h->idx = ncclx_handle_piece(&cursor, tk * 4);
     h->flat_row = ncclx_handle_piece(&cursor, (size_t)d->tokens * d->ranks * 4);
     h->em_row = ncclx_handle_piece(&cursor, tk * 4);

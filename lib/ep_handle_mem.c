@@ -7,7 +7,9 @@
  */
 #include <stdio.h>
 
+#include "context.h"
 #include "ep_group.h"
+#include "gpu_check.h"
 #include "ep_mask.h"
 #include "ep_tensor.h"
 #include "error.h"
@@ -87,4 +89,130 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *c
     h->live = 1;
     *handle = h;
     return ncclxSuccess;
+}
+
+/* Where the import check's verdict and step land: the group's mapped status block, past the
+ * error word (host view; the device view is at the same offset of the mapped arena). */
+#define NCCLX_IMPORT_VERDICT_OFFSET 16u
+#define NCCLX_IMPORT_STEP_OFFSET    24u
+
+static ncclxResult_t ncclx_import_refusal(unsigned verdict, const ncclxEpHandleState_t *st)
+{
+    if (verdict & (NCCLX_EP_HT_IMPORT_MAGIC | NCCLX_EP_HT_IMPORT_VERSION)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: handle_mem does not start with the header of a "
+                           "libncclx HT handle of this format (not a snapshot, or one of another "
+                           "version)");
+    }
+    if (verdict & NCCLX_EP_HT_IMPORT_GEOMETRY) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: handle_mem is a snapshot for another group "
+                           "geometry, rank, layout or top-k than this import's");
+    }
+    if (verdict & NCCLX_EP_HT_IMPORT_STATE) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: state (num_tokens=%u, topk=%u, topk_idx_dtype=%d) "
+                           "differs from the routing the snapshot holds",
+                           st->num_tokens, st->topk, (int)st->topk_idx_dtype);
+    }
+    return NCCLX_ERROR(ncclxInvalidArgument,
+                       "ncclxEpHandleImport: handle_mem's checksum differs from its header's: the "
+                       "snapshot is corrupted or incomplete");
+}
+
+ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
+                                  const ncclxEpHandleState_t *state,
+                                  const ncclxTensor_t *handle_mem, ncclxStream_t stream,
+                                  ncclxEpHandle_t *handle)
+{
+    ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
+    ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
+    ncclx_ep_ll_handle_layout_t ll;
+    ncclx_ep_ht_handle_layout_t ht;
+    ncclx_ep_handle_t *h = NULL;
+    uint32_t index;
+    ncclxResult_t res = ncclxSuccess;
+    if (g == NULL || handle == NULL || handle_mem == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleImport: %s is NULL",
+                           g == NULL        ? "group"
+                           : handle == NULL ? "handle"
+                                            : "handle_mem");
+    }
+    NCCLX_CHECK(ncclx_struct_import(&st, sizeof(st), state, NCCLX_MAGIC_EP_HANDLE_STATE,
+                                    NCCLX_EP_HANDLE_STATE_SIZE_V1, "state"));
+    if (g->plan.algorithm != NCCLX_EP_ALGO_HT) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleImport: EP group %u is LL (snapshots are of HT handles)",
+                           g->index);
+    }
+    cfg.layout = layout;
+    cfg.topk = st.topk;
+    cfg.global_expert_ids = st.global_expert_ids;
+    NCCLX_CHECK(ncclx_ep_check_config(g, &cfg));
+    if (st.num_tokens > g->dims.tokens) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: state->num_tokens=%u exceeds the group's "
+                           "max_dispatch_tokens_per_rank=%u",
+                           st.num_tokens, g->dims.tokens);
+    }
+    if (st.topk_idx_dtype != NCCLX_INT32 && st.topk_idx_dtype != NCCLX_INT64) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: state->topk_idx_dtype=%d: NCCLX_INT32 or "
+                           "NCCLX_INT64",
+                           (int)st.topk_idx_dtype);
+    }
+    const size_t bytes = ncclx_ep_handle_layouts(g, cfg.layout, cfg.topk, &ll, &ht);
+    const int64_t any[1] = {NCCLX_ANY_DIM};
+    NCCLX_CHECK(ncclx_tensor_check(handle_mem, "ncclxEpHandleImport: handle_mem",
+                                   NCCLX_DTYPE_BIT(NCCLX_UINT8), 1, any,
+                                   "[bytes] of device memory: a snapshot of a handle's memory"));
+    if (handle_mem->shape[0] < (int64_t)bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: handle_mem.shape[0]=%lld bytes, but a snapshot "
+                           "of layout 0x%x and topk %u is %zu (ncclxEpHandleMemSize): truncated",
+                           (long long)handle_mem->shape[0], cfg.layout, cfg.topk, bytes);
+    }
+    if (g->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "ncclxEpHandleImport: EP group %u is unusable: a launch failed in the "
+                           "middle of one of its steps (finalize the context)",
+                           g->index);
+    }
+    NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleImport"));
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpHandleImport"));
+    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
+    h->group = g;
+    h->index = index;
+    h->config = cfg;
+    h->pending = NCCLX_EP_PENDING_NONE;
+    h->routed = 0;
+    h->dispatched = 0;
+    ncclx_ep_handle_bind(h, handle_mem->data);
+    h->ht.num_tokens = (int)st.num_tokens;
+    {
+        volatile unsigned *verdict =
+            (volatile unsigned *)((char *)g->status + NCCLX_IMPORT_VERDICT_OFFSET);
+        char *dev = (char *)g->ctx->arenas.mapped_device + g->regions.status;
+        *verdict = ~0u; /* a kernel that did not run can never read as a pass */
+        ncclx_ep_clear_stale_cuda_error("ncclxEpHandleImport");
+        NCCLX_CUDA_CHECK_GOTO(
+            ncclx_ep_ht_launch_verify(&g->ht, &h->ht, st.topk_idx_dtype == NCCLX_INT64,
+                                      (unsigned *)(dev + NCCLX_IMPORT_VERDICT_OFFSET),
+                                      (unsigned long long *)(dev + NCCLX_IMPORT_STEP_OFFSET),
+                                      (cudaStream_t)stream),
+            res, err_release);
+        NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)stream), res, err_release);
+        if (*verdict != 0) {
+            res = ncclx_import_refusal(*verdict, &st);
+            goto err_release;
+        }
+    }
+    h->routed = 1;
+    h->route_gen = g->route_gen;
+    h->live = 1;
+    *handle = h;
+    return ncclx_ep_mark_stream(g, stream);
+err_release:
+    (void)ncclx_pool_release(&g->handles, h);
+    return res;
 }

@@ -113,9 +113,49 @@ ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpH
     return ncclxSuccess;
 }
 
+_Static_assert(sizeof(ncclx_ep_ht_handle_header_t) == 64, "the handle layout's header piece");
+
+/* FNV-1a over one value's bytes. */
+static uint64_t ncclx_fnv(uint64_t hash, uint64_t value)
+{
+    for (int i = 0; i < 8; i++) {
+        hash ^= (value >> (8 * i)) & 0xffu;
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+/* What a snapshot of h's memory must have been made for: the group's geometry, this rank (the
+ * rows are this rank's view), the handle's layout, top-k and memory layout. */
+static uint64_t ncclx_ep_ht_geometry(const ncclx_ep_handle_t *h, size_t bytes)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const uint64_t fields[] = {g->dims.ranks,
+                               (uint64_t)g->ht.rank,
+                               g->plan.num_experts,
+                               g->plan.hidden,
+                               g->dims.tokens,
+                               g->dims.recv_slots,
+                               g->plan.max_topk,
+                               g->plan.expert_alignment,
+                               g->plan.overflow_policy,
+                               h->config.layout,
+                               h->config.topk,
+                               h->config.global_expert_ids,
+                               bytes};
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        hash = ncclx_fnv(hash, fields[i]);
+    }
+    return hash;
+}
+
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base, const ncclx_ep_ht_handle_layout_t *l)
 {
     ncclx_ep_ht_handle_desc_t *d = &h->ht;
+    d->header = (ncclx_ep_ht_handle_header_t *)(base + l->header);
+    d->bytes = l->bytes;
+    d->geometry = ncclx_ep_ht_geometry(h, l->bytes);
     const int em = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     d->idx = (int32_t *)(base + l->idx);
     d->flat_row = (int32_t *)(base + l->flat_row);

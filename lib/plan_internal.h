@@ -130,6 +130,7 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
 
 /** Byte offsets of the pieces of one HT handle's device memory (see docs/plan-sizing.md). */
 typedef struct {
+    size_t header;     /* 64 bytes: magic, version, geometry, routing step, checksum, state */
     size_t idx;        /* int32 [T, K]: validated top-k (-1: not routed, or a repeat) */
     size_t flat_row;   /* int32 [T, R]: FLAT row of the token at each rank, -1 */
     size_t em_row;     /* int32 [T, K]: EXPERT_MAJOR row of each entry, -1 */

@@ -29,8 +29,9 @@
 #define NCCLX_EP_DISPATCH_ARGS_SIZE_V1 416u
 #define NCCLX_EP_COMBINE_ARGS_SIZE_V1  168u
 /* First released in 0.2. */
-#define NCCLX_EP_LAYOUT_INFO_SIZE_V1 168u
-#define NCCLX_EP_HT_BUFFERS_SIZE_V1  56u
+#define NCCLX_EP_LAYOUT_INFO_SIZE_V1  168u
+#define NCCLX_EP_HT_BUFFERS_SIZE_V1   56u
+#define NCCLX_EP_HANDLE_STATE_SIZE_V1 32u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -55,7 +56,9 @@
       out_topk_weights)                                                                          \
     X(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS, NCCLX_EP_COMBINE_ARGS_SIZE_V1, out)     \
     X(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO, NCCLX_EP_LAYOUT_INFO_SIZE_V1, recv_total) \
-    X(ncclxEpHtBuffers_t, NCCLX_MAGIC_EP_HT_BUFFERS, NCCLX_EP_HT_BUFFERS_SIZE_V1, reserved0)
+    X(ncclxEpHtBuffers_t, NCCLX_MAGIC_EP_HT_BUFFERS, NCCLX_EP_HT_BUFFERS_SIZE_V1, reserved0)     \
+    X(ncclxEpHandleState_t, NCCLX_MAGIC_EP_HANDLE_STATE, NCCLX_EP_HANDLE_STATE_SIZE_V1,          \
+      global_expert_ids)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

@@ -148,6 +148,41 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t group, const ncclxEpHandleConfig_
                                 const ncclxTensor_t *handle_mem, ncclxStream_t stream,
                                 ncclxEpHandle_t *handle);
 
+#define NCCLX_MAGIC_EP_HANDLE_STATE 0x6e787374u /* 'nxst' */
+
+/** What a snapshot of an HT handle's memory was routed with (ncclxEpHandleImport). */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t num_tokens;            /**< tokens of the routing */
+    uint32_t topk;                  /**< K of the exporting handle */
+    ncclxDataType_t topk_idx_dtype; /**< NCCLX_INT32 or NCCLX_INT64, as routed */
+    uint32_t global_expert_ids;     /**< config.global_expert_ids of the exporting handle */
+} ncclxEpHandleState_t;
+
+#define NCCLX_EP_HANDLE_STATE_INIT                                                         \
+    {                                                                                      \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpHandleState_t, NCCLX_MAGIC_EP_HANDLE_STATE), 0, 1, \
+            NCCLX_INT64, 0                                                                 \
+    }
+
+/**
+ * HT export and import.  An HT handle's device memory holds no pointer: a byte copy of the
+ * memory of a handle on caller memory (ncclxEpHandleInit), taken after its routing, is a
+ * complete snapshot of that routing, with a header (format, the group's geometry and this
+ * rank, the layout and top-k, the routing step) and a checksum.  ncclxEpHandleImport binds such
+ * a copy (handle_mem, at least ncclxEpHandleMemSize(layout, state->topk) bytes) to a handle of
+ * the group's pool: after checking the header against this group, rank, layout and *state and
+ * the checksum (ncclxInvalidArgument naming what differs, nothing written), the handle
+ * dispatches and combines exactly as the exporting one did.  It launches a check kernel on
+ * stream and waits for it: not capturable.  All ranks must import snapshots of the same routing
+ * step: operations between handles of different steps exchange nothing and report
+ * NCCLX_EP_ERROR_MISMATCH.  ncclxInvalidUsage on LL groups.
+ */
+ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t group, uint32_t layout,
+                                  const ncclxEpHandleState_t *state,
+                                  const ncclxTensor_t *handle_mem, ncclxStream_t stream,
+                                  ncclxEpHandle_t *handle);
+
 /** Routes an existing handle with new topk_idx (same K; num_tokens may change). */
 ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t handle, const ncclxTensor_t *topk_idx,
                                   ncclxStream_t stream);

@@ -1265,6 +1265,111 @@ static void test_caller_memory(void **state)
     }
 }
 
+/* Export and import: a byte copy of a routed handle's caller memory, imported on every rank,
+ * dispatches and combines exactly as the original; a truncated, corrupted or mismatched
+ * snapshot is refused by name; ranks whose handles come from different routing steps exchange
+ * nothing and report a mismatch. */
+static void test_export_import(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_export_import");
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_run_t *run = hmalloc(sizeof(*run));
+        ht_case_t c = base_case(4, layout);
+        c.recv = 4 * c.tokens * c.topk;
+        c.idx_dtype = layout == NCCLX_EP_LAYOUT_FLAT ? NCCLX_INT32 : NCCLX_INT64;
+        ht_open(run, &c);
+        ht_init_caller_handles(run);
+        ht_fill(run, HT_RANDOM, 0, 0);
+        ht_route(run);
+        ep_team_sync(&run->team);
+        ht_forward_checked(run);
+        void *snap[EP_MAX_RANKS];
+        size_t bytes = 0;
+        assert_ncclx_ok(ncclxEpHandleMemSize(run->team.group[0], layout, run->K, &bytes));
+        for (uint32_t r = 0; r < run->R; r++) {
+            snap[r] = dmalloc(bytes);
+            assert_cuda_ok(
+                cudaMemcpy(snap[r], run->r[r].d_handle_mem, bytes, cudaMemcpyDeviceToDevice));
+        }
+        ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
+        st.topk = run->K;
+        st.topk_idx_dtype = c.idx_dtype;
+        st.global_expert_ids = c.global_ids;
+        st.num_tokens = run->r[0].n;
+        ncclxEpHandle_t bad = NULL;
+        ncclxEpGroup_t g0 = run->team.group[0];
+        cudaStream_t s0 = run->team.stream[0];
+        const ncclxTensor_t whole = ep_tensor(snap[0], NCCLX_UINT8, 1, (int64_t)bytes, 0, 0);
+        const ncclxTensor_t cut = ep_tensor(snap[0], NCCLX_UINT8, 1, (int64_t)bytes - 16, 0, 0);
+        assert_ncclx_error(ncclxEpHandleImport(g0, layout, &st, &cut, s0, &bad),
+                           ncclxInvalidArgument, "truncated");
+        ncclxEpHandleState_t other = st;
+        other.num_tokens = st.num_tokens < c.tokens ? st.num_tokens + 1 : st.num_tokens - 1;
+        assert_ncclx_error(ncclxEpHandleImport(g0, layout, &other, &whole, s0, &bad),
+                           ncclxInvalidArgument, "differs from the routing the snapshot holds");
+        other = st;
+        other.topk = st.topk - 1;
+        assert_ncclx_error(ncclxEpHandleImport(g0, layout, &other, &whole, s0, &bad),
+                           ncclxInvalidArgument, "another group geometry");
+        other = st;
+        other.topk_idx_dtype = c.idx_dtype == NCCLX_INT64 ? NCCLX_INT32 : NCCLX_INT64;
+        assert_ncclx_error(ncclxEpHandleImport(g0, layout, &other, &whole, s0, &bad),
+                           ncclxInvalidArgument, "differs from the routing the snapshot holds");
+        assert_ncclx_error(
+            ncclxEpHandleImport(g0, layout ^ (NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR),
+                                &st, &whole, s0, &bad),
+            ncclxInvalidArgument, "another group geometry");
+        /* One byte flipped in the middle of the snapshot: the checksum says so. */
+        uint8_t byte = 0;
+        char *mid = (char *)snap[0] + bytes / 2;
+        assert_cuda_ok(cudaMemcpy(&byte, mid, 1, cudaMemcpyDeviceToHost));
+        byte = (uint8_t)~byte;
+        assert_cuda_ok(cudaMemcpy(mid, &byte, 1, cudaMemcpyHostToDevice));
+        assert_ncclx_error(ncclxEpHandleImport(g0, layout, &st, &whole, s0, &bad),
+                           ncclxInvalidArgument, "checksum");
+        byte = (uint8_t)~byte;
+        assert_cuda_ok(cudaMemcpy(mid, &byte, 1, cudaMemcpyHostToDevice));
+        /* Every rank imports its own snapshot: the copies work as the originals did. */
+        for (uint32_t r = 0; r < run->R; r++) {
+            const ncclxTensor_t m = ep_tensor(snap[r], NCCLX_UINT8, 1, (int64_t)bytes, 0, 0);
+            st.num_tokens = run->r[r].n;
+            assert_ncclx_ok(ncclxEpHandleImport(run->team.group[r], layout, &st, &m,
+                                                run->team.stream[r], &run->h_other[r]));
+        }
+        run->have_other = 1;
+        ht_swap_handles(run); /* the imported handles */
+        ht_forward_checked(run);
+        /* A new routing of the originals (another step); rank 0 keeps its imported handle. */
+        ht_swap_handles(run);
+        ht_fill(run, HT_RANDOM, 0, 1);
+        ht_route(run);
+        ep_team_sync(&run->team);
+        ht_poison(run);
+        for (uint32_t r = 0; r < run->R; r++) {
+            ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+            assert_ncclx_ok(
+                ncclxEpDispatch(r == 0 ? run->h_other[0] : run->h[r], &a, run->team.stream[r]));
+        }
+        ep_team_sync_only(&run->team);
+        ht_check_untouched_dispatch(run);
+        for (uint32_t r = 0; r < run->R; r++) {
+            uint32_t err = 0;
+            assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[r], &err));
+            assert_int_equal(err, NCCLX_EP_ERROR_MISMATCH);
+            assert_ncclx_ok(ncclxEpClearAsyncError(run->team.group[r], run->team.stream[r]));
+        }
+        ep_team_sync(&run->team);
+        ht_forward_checked(run); /* the originals, in step again */
+        ht_close(run);
+        for (uint32_t r = 0; r < run->R; r++) {
+            assert_cuda_ok(cudaFree(snap[r]));
+        }
+        free(run);
+    }
+}
+
 /* Host checks that name the field (nothing is enqueued). */
 static void test_argument_errors(void **state)
 {
@@ -1332,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_mismatched_operation),
         cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_caller_memory),
+        cmocka_unit_test(test_export_import),
         cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_stale_routing_tail),

@@ -307,6 +307,20 @@ static void expected_ht_buffers(void *s)
     *(ncclxEpHtBuffers_t *)s = b;
 }
 
+/* global_expert_ids=2 (the last v1 field) is refused by the config check, before any launch. */
+static void make_handle_state(void *s)
+{
+    ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
+    st.global_expert_ids = 2;
+    *(ncclxEpHandleState_t *)s = st;
+}
+static ncclxResult_t call_handle_import(void *s)
+{
+    const ncclxTensor_t mem = {(void *)(uintptr_t)0x10000000u, NCCLX_UINT8, 1, {1 << 20, 0, 0, 0}};
+    ncclxEpHandle_t h = NULL;
+    return ncclxEpHandleImport(&abi.ht_group, NCCLX_EP_LAYOUT_FLAT, s, &mem, NULL, &h);
+}
+
 /* clang-format off */
 static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_PLAN, "ncclxPlanValidate", "plan", make_plan, call_plan, ncclxSuccess, NULL,
@@ -340,6 +354,8 @@ static const abi_probe_t abi_probes[] = {
      "ncclxEpHandleGetLayout: info->recv_total.dtype=2 is not allowed", NULL, 0},
     {NCCLX_MAGIC_EP_HT_BUFFERS, "ncclxEpGroupGetHtBuffers", "buffers", make_ht_buffers,
      call_ht_buffers, ncclxSuccess, NULL, expected_ht_buffers, 0},
+    {NCCLX_MAGIC_EP_HANDLE_STATE, "ncclxEpHandleImport", "state", make_handle_state,
+     call_handle_import, ncclxInvalidArgument, "config->global_expert_ids=2", NULL, 0},
 };
 /* clang-format on */
 #define ABI_PROBES_LEN (sizeof(abi_probes) / sizeof(abi_probes[0]))
