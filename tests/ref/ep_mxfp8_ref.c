@@ -108,13 +108,11 @@ void ncclx_ref_mxfp8_quantize_bf16(const uint16_t *x, size_t n, uint8_t *codes, 
         for (size_t i = 0; i < NCCLX_REF_MXFP8_BLOCK; i++) {
             v[i] = ncclx_ref_bf16_to_float(x[b * NCCLX_REF_MXFP8_BLOCK + i]);
         }
-        quantize_blocks(v, NCCLX_REF_MXFP8_BLOCK, codes + b * NCCLX_REF_MXFP8_BLOCK,
-                        scales + b);
+        quantize_blocks(v, NCCLX_REF_MXFP8_BLOCK, codes + b * NCCLX_REF_MXFP8_BLOCK, scales + b);
     }
 }
 
-void ncclx_ref_mxfp8_dequantize(const uint8_t *codes, const uint8_t *scales, size_t n,
-                                float *out)
+void ncclx_ref_mxfp8_dequantize(const uint8_t *codes, const uint8_t *scales, size_t n, float *out)
 {
     check_length("ncclx_ref_mxfp8_dequantize", n);
     for (size_t i = 0; i < n; i++) {

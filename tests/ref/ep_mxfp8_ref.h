@@ -58,8 +58,7 @@ void ncclx_ref_mxfp8_quantize(const float *x, size_t n, uint8_t *codes, uint8_t 
 void ncclx_ref_mxfp8_quantize_bf16(const uint16_t *x, size_t n, uint8_t *codes, uint8_t *scales);
 
 /** Decodes n codes (n % 32 == 0) with their n / 32 scale codes into out[n]. */
-void ncclx_ref_mxfp8_dequantize(const uint8_t *codes, const uint8_t *scales, size_t n,
-                                float *out);
+void ncclx_ref_mxfp8_dequantize(const uint8_t *codes, const uint8_t *scales, size_t n, float *out);
 
 /** Bytes of one packed row of h values: h E4M3 codes (element i at byte i) then h / 32
  * E8M0 codes (block b at byte h + b). */
