@@ -81,7 +81,8 @@ typedef struct {
     unsigned long long step;     /* the group's routing step that wrote it (1, 2, ...) */
     unsigned long long checksum; /* of the bytes after this header (ncclx_ep_ht_checksum) */
     int num_tokens, topk, layout, idx_int64;
-    unsigned long long reserved[2];
+    unsigned long long overflowed; /* the routing overflowed under TRAP: never importable */
+    unsigned long long counts;     /* hash of the routing's per-rank counts, equal on every rank */
 } ncclx_ep_ht_handle_header_t;
 
 /* One HT handle's device memory (see ncclx_ep_ht_handle_layout_t). */
@@ -166,6 +167,7 @@ cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *g,
 #define NCCLX_EP_HT_IMPORT_GEOMETRY 0x4u
 #define NCCLX_EP_HT_IMPORT_STATE    0x8u /* num_tokens, topk or index dtype */
 #define NCCLX_EP_HT_IMPORT_CHECKSUM 0x10u
+#define NCCLX_EP_HT_IMPORT_OVERFLOW 0x20u /* a routing that overflowed under TRAP */
 cudaError_t ncclx_ep_ht_launch_verify(const ncclx_ep_ht_group_desc_t *g,
                                       const ncclx_ep_ht_handle_desc_t *h, int idx_int64,
                                       unsigned *verdict, unsigned long long *step,

@@ -175,7 +175,10 @@ __device__ __forceinline__ const uint32_t *map_of(const ncclx_ep_ht_group_desc_t
 // (snapshots imported from different updates) read none of each other's rows.
 __device__ __forceinline__ unsigned step_word(const ncclx_ep_ht_handle_desc_t &h, unsigned op)
 {
-    const unsigned long long step = load_volatile(&h.header->step);
+    // The step number alone repeats across contexts (every context counts from 1); the hash of
+    // the routing's counts (the same on every rank of one routing) tells routings apart too.
+    const unsigned long long step =
+        load_volatile(&h.header->step) ^ load_volatile(&h.header->counts);
     return (op ^ (unsigned)((step * 0x9e3779b97f4a7c15ull) >> 40)) & 0xffffffu;
 }
 

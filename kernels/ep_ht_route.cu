@@ -390,8 +390,22 @@ __global__ void __launch_bounds__(kThreads)
         return;
     }
     add_checksum(h, &h.header->checksum);
+    if (blockIdx.x == 0 && threadIdx.x < kWarpSize) {
+        // Hash of every rank's per-destination counts: each rank holds all of them.
+        unsigned long long hash = 0;
+        for (int i = threadIdx.x; i < g.ranks * g.ranks; i += kWarpSize) {
+            hash += checksum_share((size_t)i, (unsigned long long)(unsigned)g.rank_hits[i]);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            hash += __shfl_xor_sync(0xffffffffu, hash, o);
+        }
+        if (threadIdx.x == 0) {
+            h.header->counts = hash;
+        }
+    }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         ncclx_ep_ht_handle_header_t *hd = h.header;
+        hd->overflowed = (load_volatile(&g.state->error) & kErrorOverflow) != 0 ? 1ull : 0ull;
         hd->magic = NCCLX_EP_HT_HANDLE_MAGIC;
         hd->version = NCCLX_EP_HT_HANDLE_VERSION;
         hd->geometry = h.geometry;
@@ -421,6 +435,7 @@ __global__ void __launch_bounds__(kThreads)
                    ? NCCLX_EP_HT_IMPORT_STATE
                    : 0u;
         bad |= load_volatile(sum) != hd->checksum ? NCCLX_EP_HT_IMPORT_CHECKSUM : 0u;
+        bad |= hd->overflowed != 0 ? NCCLX_EP_HT_IMPORT_OVERFLOW : 0u;
         *reinterpret_cast<volatile unsigned long long *>(step) = hd->step;
         *reinterpret_cast<volatile unsigned *>(verdict) = bad;
         __threadfence_system();

@@ -109,6 +109,11 @@ static ncclxResult_t ncclx_import_refusal(unsigned verdict, const ncclxEpHandleS
                            "ncclxEpHandleImport: handle_mem is a snapshot for another group "
                            "geometry, rank, layout or top-k than this import's");
     }
+    if (verdict & NCCLX_EP_HT_IMPORT_OVERFLOW) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpHandleImport: handle_mem is a snapshot of a routing that "
+                           "overflowed max_recv_tokens_per_rank under the TRAP policy");
+    }
     if (verdict & NCCLX_EP_HT_IMPORT_STATE) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpHandleImport: state (num_tokens=%u, topk=%u, topk_idx_dtype=%d) "
@@ -207,11 +212,12 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
             goto err_release;
         }
     }
+    NCCLX_CHECK_GOTO(ncclx_ep_mark_stream(g, stream), res, err_release);
     h->routed = 1;
     h->route_gen = g->route_gen;
     h->live = 1;
     *handle = h;
-    return ncclx_ep_mark_stream(g, stream);
+    return ncclxSuccess;
 err_release:
     (void)ncclx_pool_release(&g->handles, h);
     return res;

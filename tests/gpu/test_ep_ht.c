@@ -21,6 +21,7 @@
 typedef struct {
     uint32_t ranks; /* loopback team; 0: the real 1-rank communicator */
     uint32_t experts, tokens, topk, hidden;
+    uint32_t max_topk;  /* the group's bound (0: topk) */
     uint32_t recv;      /* max_recv_tokens_per_rank (0: R * T) */
     uint32_t alignment; /* expert_alignment */
     uint32_t layout;    /* FLAT or EXPERT_MAJOR */
@@ -166,7 +167,7 @@ static void ht_open(ht_run_t *run, const ht_case_t *c)
     run->srow = c->quant ? 16 : 0;
     run->crow = (size_t)c->hidden * dtype_size(c->quant ? NCCLX_BFLOAT16 : c->dtype);
     run->isize = dtype_size(c->idx_dtype);
-    ep_team_plan(t, c->experts, c->topk, c->hidden, c->tokens);
+    ep_team_plan(t, c->experts, c->max_topk != 0 ? c->max_topk : c->topk, c->hidden, c->tokens);
     t->group_plan.algorithm = NCCLX_EP_ALGO_HT;
     t->group_plan.layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     t->group_plan.recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD;
@@ -1253,6 +1254,7 @@ static void test_caller_memory(void **state)
         ht_run_t *run = hmalloc(sizeof(*run));
         ht_case_t c = base_case(4, layout);
         c.topk = 2; /* below the group's bound: the memory is sized for this handle alone */
+        c.max_topk = 4;
         c.recv = 4 * c.tokens * c.topk;
         ht_open(run, &c);
         ht_init_caller_handles(run);
@@ -1293,6 +1295,7 @@ static void test_export_import(void **state)
             assert_cuda_ok(
                 cudaMemcpy(snap[r], run->r[r].d_handle_mem, bytes, cudaMemcpyDeviceToDevice));
         }
+        assert_cuda_ok(cudaDeviceSynchronize()); /* the copies ran on the legacy stream */
         ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
         st.topk = run->K;
         st.topk_idx_dtype = c.idx_dtype;
@@ -1327,10 +1330,12 @@ static void test_export_import(void **state)
         assert_cuda_ok(cudaMemcpy(&byte, mid, 1, cudaMemcpyDeviceToHost));
         byte = (uint8_t)~byte;
         assert_cuda_ok(cudaMemcpy(mid, &byte, 1, cudaMemcpyHostToDevice));
+        assert_cuda_ok(cudaDeviceSynchronize());
         assert_ncclx_error(ncclxEpHandleImport(g0, layout, &st, &whole, s0, &bad),
                            ncclxInvalidArgument, "checksum");
         byte = (uint8_t)~byte;
         assert_cuda_ok(cudaMemcpy(mid, &byte, 1, cudaMemcpyHostToDevice));
+        assert_cuda_ok(cudaDeviceSynchronize());
         /* Every rank imports its own snapshot: the copies work as the originals did. */
         for (uint32_t r = 0; r < run->R; r++) {
             const ncclxTensor_t m = ep_tensor(snap[r], NCCLX_UINT8, 1, (int64_t)bytes, 0, 0);
