@@ -92,9 +92,6 @@ void ncclx_ep_clear_stale_cuda_error(const char *call);
 /** Fills the HT kernels' view of group g (called by ncclx_ep_group_bind for HT groups). */
 void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks);
 
-/** Checks an HT handle config against the group. */
-ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);
-
 /** Points the handle's HT descriptor at device memory base laid out as l (config set). */
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base,
                              const ncclx_ep_ht_handle_layout_t *l);

@@ -6,6 +6,7 @@
  * code: nothing is enqueued, nothing allocates (the host struct comes from the group's pool).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "context.h"
 #include "ep_group.h"
@@ -46,13 +47,35 @@ ncclxResult_t ncclxEpHandleMemSize(ncclxEpGroup_t g, uint32_t layout, uint32_t t
     return ncclxSuccess;
 }
 
+/* handle_mem: a 1-D UINT8 device tensor of at least one handle of cfg's shape (Init: memory for
+ * it; Import: a snapshot of such memory, so a shorter one is truncated). */
+static ncclxResult_t ncclx_check_handle_mem(const ncclx_ep_group_t *g,
+                                            const ncclxEpHandleConfig_t *cfg,
+                                            const ncclxTensor_t *handle_mem, const char *call)
+{
+    ncclx_ep_ll_handle_layout_t ll;
+    ncclx_ep_ht_handle_layout_t ht;
+    char what[64];
+    const size_t bytes = ncclx_ep_handle_layouts(g, cfg->layout, cfg->topk, &ll, &ht);
+    const int64_t any[1] = {NCCLX_ANY_DIM};
+    snprintf(what, sizeof(what), "%s: handle_mem", call);
+    NCCLX_CHECK(ncclx_tensor_check(handle_mem, what, NCCLX_DTYPE_BIT(NCCLX_UINT8), 1, any,
+                                   "[bytes] of device memory (ncclxEpHandleMemSize)"));
+    if (handle_mem->shape[0] < (int64_t)bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%s.shape[0]=%lld bytes, but a handle of layout 0x%x and topk %u needs "
+                           "%zu (ncclxEpHandleMemSize)%s",
+                           what, (long long)handle_mem->shape[0], cfg->layout, cfg->topk, bytes,
+                           strstr(call, "Import") != NULL ? ": the snapshot is truncated" : "");
+    }
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *config,
                                 const ncclxTensor_t *handle_mem, ncclxStream_t stream,
                                 ncclxEpHandle_t *handle)
 {
     ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
-    ncclx_ep_ll_handle_layout_t ll;
-    ncclx_ep_ht_handle_layout_t ht;
     ncclx_ep_handle_t *h = NULL;
     uint32_t index;
     (void)stream; /* nothing to enqueue: the first update writes everything the kernels read */
@@ -65,17 +88,7 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *c
     NCCLX_CHECK(ncclx_struct_import(&cfg, sizeof(cfg), config, NCCLX_MAGIC_EP_HANDLE_CONFIG,
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
     NCCLX_CHECK(ncclx_ep_check_config(g, &cfg));
-    const size_t bytes = ncclx_ep_handle_layouts(g, cfg.layout, cfg.topk, &ll, &ht);
-    const int64_t any[1] = {NCCLX_ANY_DIM};
-    NCCLX_CHECK(ncclx_tensor_check(handle_mem, "ncclxEpHandleInit: handle_mem",
-                                   NCCLX_DTYPE_BIT(NCCLX_UINT8), 1, any,
-                                   "[bytes] of device memory (ncclxEpHandleMemSize)"));
-    if (handle_mem->shape[0] < (int64_t)bytes) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpHandleInit: handle_mem.shape[0]=%lld bytes, but a handle of "
-                           "layout 0x%x and topk %u needs %zu (ncclxEpHandleMemSize)",
-                           (long long)handle_mem->shape[0], cfg.layout, cfg.topk, bytes);
-    }
+    NCCLX_CHECK(ncclx_check_handle_mem(g, &cfg, handle_mem, "ncclxEpHandleInit"));
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleInit"));
     NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
     h->group = g;
@@ -132,8 +145,6 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
 {
     ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
     ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
-    ncclx_ep_ll_handle_layout_t ll;
-    ncclx_ep_ht_handle_layout_t ht;
     ncclx_ep_handle_t *h = NULL;
     uint32_t index;
     ncclxResult_t res = ncclxSuccess;
@@ -166,17 +177,7 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
                            "NCCLX_INT64",
                            (int)st.topk_idx_dtype);
     }
-    const size_t bytes = ncclx_ep_handle_layouts(g, cfg.layout, cfg.topk, &ll, &ht);
-    const int64_t any[1] = {NCCLX_ANY_DIM};
-    NCCLX_CHECK(ncclx_tensor_check(handle_mem, "ncclxEpHandleImport: handle_mem",
-                                   NCCLX_DTYPE_BIT(NCCLX_UINT8), 1, any,
-                                   "[bytes] of device memory: a snapshot of a handle's memory"));
-    if (handle_mem->shape[0] < (int64_t)bytes) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpHandleImport: handle_mem.shape[0]=%lld bytes, but a snapshot "
-                           "of layout 0x%x and topk %u is %zu (ncclxEpHandleMemSize): truncated",
-                           (long long)handle_mem->shape[0], cfg.layout, cfg.topk, bytes);
-    }
+    NCCLX_CHECK(ncclx_check_handle_mem(g, &cfg, handle_mem, "ncclxEpHandleImport"));
     if (g->broken) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpHandleImport: EP group %u is unusable: a launch failed in the "

@@ -89,30 +89,6 @@ static int ncclx_ht_inside(const ncclxTensor_t *t, const char *base, size_t byte
     return base != NULL && p >= base && p < base + bytes;
 }
 
-ncclxResult_t ncclx_ep_ht_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
-{
-    if (c->layout != NCCLX_EP_LAYOUT_FLAT && c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "config->layout=0x%x: an HT handle is NCCLX_EP_LAYOUT_FLAT or "
-                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR",
-                           c->layout);
-    }
-    if (!(g->plan.layouts & c->layout)) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "config->layout=0x%x is not in the group's plan layouts 0x%x", c->layout,
-                           g->plan.layouts);
-    }
-    if (c->topk < 1 || c->topk > g->plan.max_topk) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
-                           c->topk, g->plan.max_topk);
-    }
-    if (c->global_expert_ids > 1) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->global_expert_ids=%u: must be 0 or 1",
-                           c->global_expert_ids);
-    }
-    return ncclxSuccess;
-}
-
 _Static_assert(sizeof(ncclx_ep_ht_handle_header_t) == 64, "the handle layout's header piece");
 
 /* FNV-1a over one value's bytes. */

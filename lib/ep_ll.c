@@ -178,20 +178,23 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
 
 /* ---- handles ---- */
 
-static ncclxResult_t ncclx_check_handle_config(const ncclx_ep_group_t *g,
-                                               const ncclxEpHandleConfig_t *c)
+/* The layouts of each algorithm, as a config error spells them. */
+static const char *const ncclx_layout_names[2] = {
+    "an LL handle is NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
+    "an HT handle is NCCLX_EP_LAYOUT_FLAT or NCCLX_EP_LAYOUT_EXPERT_MAJOR"};
+
+ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
 {
-    if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != NCCLX_EP_LAYOUT_RANK_MAJOR) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "config->layout=0x%x: an LL handle is "
-                           "NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
-                           c->layout);
+    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
+    const uint32_t other = ht ? NCCLX_EP_LAYOUT_FLAT : NCCLX_EP_LAYOUT_RANK_MAJOR;
+    if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != other) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x: %s", c->layout,
+                           ncclx_layout_names[ht]);
     }
     if (!(g->plan.layouts & c->layout)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
-                           "config->layout=0x%x is not in the group's plan "
-                           "layouts 0x%x",
-                           c->layout, g->plan.layouts);
+                           "config->layout=0x%x is not in the group's plan layouts 0x%x", c->layout,
+                           g->plan.layouts);
     }
     if (c->topk < 1 || c->topk > g->plan.max_topk) {
         return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
@@ -292,12 +295,6 @@ void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
     d->topk = (int)h->config.topk;
     d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     d->global_ids = (int)h->config.global_expert_ids;
-}
-
-ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
-{
-    return g->plan.algorithm == NCCLX_EP_ALGO_HT ? ncclx_ep_ht_check_config(g, c)
-                                                 : ncclx_check_handle_config(g, c);
 }
 
 ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *config,

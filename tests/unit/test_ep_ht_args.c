@@ -1090,7 +1090,7 @@ static void test_config_checks(void **state)
                 c.layout = layouts[l];
                 c.topk = k;
                 c.global_expert_ids = ids;
-                assert_ncclx_ok(ncclx_ep_ht_check_config(g, &c));
+                assert_ncclx_ok(ncclx_ep_check_config(g, &c));
             }
         }
     }
@@ -1099,42 +1099,42 @@ static void test_config_checks(void **state)
     c.global_expert_ids = 0;
 
     c.layout = NCCLX_EP_LAYOUT_RANK_MAJOR;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->layout=0x2: an HT handle is NCCLX_EP_LAYOUT_FLAT or "
                        "NCCLX_EP_LAYOUT_EXPERT_MAJOR");
     c.layout = FLAT | EM;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->layout=0x5: an HT handle");
     c.layout = 0;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->layout=0x0: an HT handle");
 
     f.group.plan.layouts = EM;
     c.layout = FLAT;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->layout=0x4 is not in the group's plan layouts 0x1");
     c.layout = EM;
-    assert_ncclx_ok(ncclx_ep_ht_check_config(g, &c));
+    assert_ncclx_ok(ncclx_ep_check_config(g, &c));
     f.group.plan.layouts = FLAT;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->layout=0x1 is not in the group's plan layouts 0x4");
     f.group.plan.layouts = FLAT | EM;
 
     c.topk = 0;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->topk=0 is outside [1, max_topk=2]");
     c.topk = K + 1;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->topk=3 is outside [1, max_topk=2]");
     c.topk = 0xffffffffu;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument, "config->topk=");
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument, "config->topk=");
     c.topk = K;
 
     c.global_expert_ids = 2;
-    assert_ncclx_error(ncclx_ep_ht_check_config(g, &c), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
                        "config->global_expert_ids=2: must be 0 or 1");
     c.global_expert_ids = 1;
-    assert_ncclx_ok(ncclx_ep_ht_check_config(g, &c));
+    assert_ncclx_ok(ncclx_ep_check_config(g, &c));
 }
 
 /* ---- 5. zero tokens ---- */
