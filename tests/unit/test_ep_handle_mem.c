@@ -123,9 +123,9 @@ static ncclxEpHandle_t init_handle(fixture_t *f, uint32_t layout, uint32_t topk)
  *   EM K=2:  512 +  512 + 16 + 16 + 1024 + 2048 = 4128 -> 4352
  *   RM K=4: 1024 + 1024 + 16 + 16 + 1024        = 3104 -> 3328
  *   RM K=1:  256 +  256 + 16 + 16 + 1024        = 1568 -> 1792
- *   HT idx, em_row  T * K * 4 each; flat_row T * R * 4 = 1024; totals 16; counts 16;
- *      offsets (L + 1) * 4 = 20 -> 32; zone_count 16; zone_base 16 (fixed part 96)
- *   K=4: 1024 + 1024 + 1024 + 96 = 3168 -> 3328;  K=1: 256 + 1024 + 256 + 96 = 1632 -> 1792
+ *   HT header 64; idx, em_row  T * K * 4 each; flat_row T * R * 4 = 1024; totals 16;
+ *      counts 16; offsets (L + 1) * 4 = 20 -> 32; zone_count 16; zone_base 16 (fixed 160)
+ *   K=4: 1024 + 1024 + 1024 + 160 = 3232 -> 3328;  K=1: 256 + 1024 + 256 + 160 = 1696 -> 1792
  */
 static void test_mem_size_ll(void **state)
 {
