@@ -1039,11 +1039,16 @@ static void test_graph_replay(void **state)
     ep_rng_reset("test_graph_replay");
     const char *env = getenv("TEST_HT_REPLAYS");
     const int replays = env != NULL ? atoi(env) : 100;
-    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
-         layout <<= 2) {
+    /* (layout, ranks): both layouts on 4 ranks, then expert-major on 8 and flat on 2. */
+    const uint32_t cases[4][2] = {{NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4},
+                                  {NCCLX_EP_LAYOUT_FLAT, 4},
+                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 8},
+                                  {NCCLX_EP_LAYOUT_FLAT, 2}};
+    for (int k = 0; k < 4; k++) {
+        const uint32_t layout = cases[k][0], ranks = cases[k][1];
         ht_run_t *run = hmalloc(sizeof(*run));
-        ht_case_t c = base_case(4, layout);
-        c.recv = 4 * c.tokens * c.topk + c.experts * 4;
+        ht_case_t c = base_case(ranks, layout);
+        c.recv = ranks * c.tokens * c.topk + c.experts * 4;
         c.alignment = 4;
         cudaGraphExec_t exec[EP_MAX_RANKS];
         ht_open(run, &c);
@@ -1082,8 +1087,9 @@ static void test_graph_replay(void **state)
             ht_check_dispatch(run, 0);
             ht_check_combine(run, 0);
             if (i == 0 || i + 1 == replays) {
-                printf("# %s graph replay %d of %d checked\n",
-                       layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major", i + 1, replays);
+                printf("# %s on %u ranks: graph replay %d of %d checked\n",
+                       layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major", ranks, i + 1,
+                       replays);
                 fflush(stdout);
             }
         }
