@@ -107,8 +107,12 @@ size_t ncclx_ep_handle_layouts(const ncclx_ep_group_t *g, uint32_t layout, uint3
  *  (layout, topk), or (NULL) its slot of the group's pool.  h->config must be set. */
 void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory);
 
-/** Checks a handle config against the group (LL or HT). */
+/** Checks a handle config against the group (LL or HT); errors name "config->field". */
 ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);
+
+/** The same, with the fields named prefix + "field" in errors. */
+ncclxResult_t ncclx_ep_check_config_named(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c,
+                                          const char *prefix);
 
 /** HT argument checks (naming the field) that fill the kernels' call descriptors; pure host
  *  code (tests/unit/test_ep_ht_args.c runs them without a GPU). */

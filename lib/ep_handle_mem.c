@@ -16,20 +16,17 @@
 #include "error.h"
 #include "struct.h"
 
-/* topk 0 is the group's max_topk; a layout the group's algorithm and plan allow. */
+/* topk 0 is the group's max_topk; a layout the group's algorithm and plan allow.  Errors say
+ * which call the bad value came to. */
 static ncclxResult_t ncclx_check_shape(const ncclx_ep_group_t *g, uint32_t layout, uint32_t *topk,
                                        const char *call)
 {
     ncclxEpHandleConfig_t c = NCCLX_EP_HANDLE_CONFIG_INIT;
+    char prefix[64];
     c.layout = layout;
     c.topk = *topk == 0 ? g->plan.max_topk : *topk;
-    if (ncclx_ep_check_config(g, &c) != ncclxSuccess) {
-        /* The config check names config->...: say which call the bad value came from (from a
-         * copy: the message is rewritten in place). */
-        char why[256];
-        snprintf(why, sizeof(why), "%s", ncclxGetLastError());
-        return NCCLX_ERROR(ncclxInvalidArgument, "%s: %s", call, why);
-    }
+    snprintf(prefix, sizeof(prefix), "%s: config->", call);
+    NCCLX_CHECK(ncclx_ep_check_config_named(g, &c, prefix));
     *topk = c.topk;
     return ncclxSuccess;
 }

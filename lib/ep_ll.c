@@ -183,28 +183,34 @@ static const char *const ncclx_layout_names[2] = {
     "an LL handle is NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
     "an HT handle is NCCLX_EP_LAYOUT_FLAT or NCCLX_EP_LAYOUT_EXPERT_MAJOR"};
 
-ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
+ncclxResult_t ncclx_ep_check_config_named(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c,
+                                          const char *prefix)
 {
     const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
     const uint32_t other = ht ? NCCLX_EP_LAYOUT_FLAT : NCCLX_EP_LAYOUT_RANK_MAJOR;
     if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != other) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->layout=0x%x: %s", c->layout,
+        return NCCLX_ERROR(ncclxInvalidArgument, "%slayout=0x%x: %s", prefix, c->layout,
                            ncclx_layout_names[ht]);
     }
     if (!(g->plan.layouts & c->layout)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
-                           "config->layout=0x%x is not in the group's plan layouts 0x%x", c->layout,
-                           g->plan.layouts);
+                           "%slayout=0x%x is not in the group's plan layouts 0x%x", prefix,
+                           c->layout, g->plan.layouts);
     }
     if (c->topk < 1 || c->topk > g->plan.max_topk) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->topk=%u is outside [1, max_topk=%u]",
+        return NCCLX_ERROR(ncclxInvalidArgument, "%stopk=%u is outside [1, max_topk=%u]", prefix,
                            c->topk, g->plan.max_topk);
     }
     if (c->global_expert_ids > 1) {
-        return NCCLX_ERROR(ncclxInvalidArgument, "config->global_expert_ids=%u: must be 0 or 1",
+        return NCCLX_ERROR(ncclxInvalidArgument, "%sglobal_expert_ids=%u: must be 0 or 1", prefix,
                            c->global_expert_ids);
     }
     return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c)
+{
+    return ncclx_ep_check_config_named(g, c, "config->");
 }
 
 static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk_idx,
