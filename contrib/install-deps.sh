@@ -9,9 +9,22 @@ set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
 # shellcheck disable=SC2046
-$SUDO apt-get install -y -q --no-install-recommends $(cat "$(dirname "$0")/debian-packages.txt")
+if ! $SUDO apt-get update -q ||
+    ! $SUDO apt-get install -y -q --no-install-recommends $(cat "$(dirname "$0")/debian-packages.txt"); then
+    # No network (a GPU node behind a firewall, say): go on with what is installed when the
+    # build tools are there; configure then names any library that is missing.
+    missing=""
+    for tool in autoreconf automake make gcc g++ pkg-config; do
+        command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+    done
+    if [ -n "$missing" ]; then
+        echo "install-deps: apt-get failed and these build tools are missing:$missing" >&2
+        exit 1
+    fi
+    echo "install-deps: apt-get failed (no network?): going on with the packages installed;" \
+         "configure will name a missing library (without cmocka only the tests are skipped)" >&2
+fi
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
     echo "install-deps: no CUDA toolkit at $CUDA_HOME: install CUDA >= 12 and NCCL >= 2.28" \
