@@ -89,8 +89,9 @@ void ncclx_ep_clear_stale_cuda_error(const char *call);
 
 /* ---- HT (lib/ep_ht.c) ---- */
 
-/** Fills the HT kernels' view of group g (called by ncclx_ep_group_bind for HT groups). */
-void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks);
+/** Fills the HT kernels' view of group g from its LL view (ncclx_ep_group_bind calls it for HT
+ *  groups, after filling that). */
+void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx);
 
 /** Points the handle's HT descriptor at device memory base laid out as l (config set). */
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base,
@@ -106,6 +107,11 @@ size_t ncclx_ep_handle_layouts(const ncclx_ep_group_t *g, uint32_t layout, uint3
 /** Points h's kernel descriptor at its device memory: caller_memory laid out for h's own
  *  (layout, topk), or (NULL) its slot of the group's pool.  h->config must be set. */
 void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory);
+
+/** Takes a handle from g's pool for config cfg, unrouted, bound to caller_memory (or its pool
+ *  slot when NULL); ncclxResourceExhausted when all are in use.  Not yet live. */
+ncclxResult_t ncclx_ep_handle_take(ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *cfg,
+                                   char *caller_memory, ncclx_ep_handle_t **out);
 
 /** Checks a handle config against the group (LL or HT); errors name "config->field". */
 ncclxResult_t ncclx_ep_check_config(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c);

@@ -74,7 +74,6 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *c
 {
     ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
     ncclx_ep_handle_t *h = NULL;
-    uint32_t index;
     (void)stream; /* nothing to enqueue: the first update writes everything the kernels read */
     if (g == NULL || handle == NULL || handle_mem == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleInit: %s is NULL",
@@ -87,15 +86,7 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *c
     NCCLX_CHECK(ncclx_ep_check_config(g, &cfg));
     NCCLX_CHECK(ncclx_check_handle_mem(g, &cfg, handle_mem, "ncclxEpHandleInit"));
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleInit"));
-    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
-    h->group = g;
-    h->index = index;
-    h->config = cfg;
-    h->pending = NCCLX_EP_PENDING_NONE;
-    h->routed = 0;
-    h->dispatched = 0;
-    h->desc.num_tokens = h->ht.num_tokens = 0;
-    ncclx_ep_handle_bind(h, handle_mem->data);
+    NCCLX_CHECK(ncclx_ep_handle_take(g, &cfg, handle_mem->data, &h));
     h->live = 1;
     *handle = h;
     return ncclxSuccess;
@@ -143,7 +134,6 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
     ncclxEpHandleState_t st = NCCLX_EP_HANDLE_STATE_INIT;
     ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
     ncclx_ep_handle_t *h = NULL;
-    uint32_t index;
     ncclxResult_t res = ncclxSuccess;
     if (g == NULL || handle == NULL || handle_mem == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleImport: %s is NULL",
@@ -183,14 +173,7 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
     }
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleImport"));
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpHandleImport"));
-    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
-    h->group = g;
-    h->index = index;
-    h->config = cfg;
-    h->pending = NCCLX_EP_PENDING_NONE;
-    h->routed = 0;
-    h->dispatched = 0;
-    ncclx_ep_handle_bind(h, handle_mem->data);
+    NCCLX_CHECK(ncclx_ep_handle_take(g, &cfg, handle_mem->data, &h));
     h->ht.num_tokens = (int)st.num_tokens;
     {
         volatile unsigned *verdict =

@@ -21,26 +21,30 @@
 #define FLOAT_TOKENS (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
 #define ALL_DTYPES   ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
 
-void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank, int blocks)
+void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx)
 {
     ncclx_ep_ht_group_desc_t *d = &g->ht;
     const ncclx_ep_group_regions_t *r = &g->regions;
     int32_t *counters = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->ht_counters);
     memset(d, 0, sizeof(*d));
     ncclx_ep_ht_handle_layout(&g->dims, &g->ht_handle_layout);
-    d->rank = rank;
-    d->ranks = (int)g->dims.ranks;
-    d->local_experts = (int)g->dims.local_experts;
-    d->num_experts = (int)g->plan.num_experts;
-    d->max_tokens = (int)g->dims.tokens;
-    d->max_topk = (int)g->dims.topk;
-    d->hidden = (int)g->dims.hidden;
+    /* What both algorithms' views share is the LL view's (filled first, ncclx_ep_group_bind). */
+    d->rank = g->desc.rank;
+    d->ranks = g->desc.ranks;
+    d->local_experts = g->desc.local_experts;
+    d->num_experts = g->desc.num_experts;
+    d->max_tokens = g->desc.max_tokens;
+    d->max_topk = g->desc.max_topk;
+    d->hidden = g->desc.hidden;
+    d->blocks = g->desc.blocks;
+    d->peers = g->desc.peers;
+    d->state = (ncclx_ep_ht_state_t *)(void *)g->desc.state;
+    d->status = g->desc.status;
+    d->timeout_ns = g->desc.timeout_ns; /* the plan's, or NCCLX_TIMEOUT_MS */
     d->recv_slots = (int)g->dims.recv_slots;
     d->map_words = (int)((g->plan.num_experts + 31) / 32);
-    d->blocks = g->plan.sm_budget != 0 ? (int)g->plan.sm_budget : blocks;
     d->drop = g->plan.overflow_policy == NCCLX_EP_OVERFLOW_DROP;
     d->alignment = g->plan.expert_alignment > 1 ? (int)g->plan.expert_alignment : 1;
-    d->peers = (void *const *)ctx->peer_table;
     d->map = r->ht_map;
     d->signals = r->signals;
     d->dispatch_rows = r->dispatch_recv;
@@ -51,9 +55,6 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int r
     d->combine_row_bytes = g->dims.combine_slot_bytes;
     d->expert_hits = counters;
     d->rank_hits = counters + (size_t)g->dims.ranks * g->plan.num_experts;
-    d->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->state);
-    d->status = (unsigned int *)((char *)ctx->arenas.mapped_device + r->status);
-    d->timeout_ns = g->desc.timeout_ns; /* the plan's, or NCCLX_TIMEOUT_MS (ncclx_ep_group_bind) */
     g->ht_dispatch_rows = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->dispatch_recv);
     g->ht_combine_rows = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->combine_recv);
 }

@@ -79,7 +79,7 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
         }
     }
     if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        ncclx_ep_ht_group_bind(g, ctx, rank, blocks);
+        ncclx_ep_ht_group_bind(g, ctx);
     }
     g->last_stream = NULL;
     NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), res, out);
@@ -182,6 +182,25 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
 static const char *const ncclx_layout_names[2] = {
     "an LL handle is NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
     "an HT handle is NCCLX_EP_LAYOUT_FLAT or NCCLX_EP_LAYOUT_EXPERT_MAJOR"};
+
+ncclxResult_t ncclx_ep_handle_take(ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *cfg,
+                                   char *caller_memory, ncclx_ep_handle_t **out)
+{
+    ncclx_ep_handle_t *h = NULL;
+    uint32_t index;
+    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
+    /* A slot may hold what its previous handle left: every field a call reads is set here. */
+    h->group = g;
+    h->index = index;
+    h->config = *cfg;
+    h->pending = NCCLX_EP_PENDING_NONE;
+    h->routed = 0;
+    h->dispatched = 0;
+    h->desc.num_tokens = h->ht.num_tokens = 0;
+    ncclx_ep_handle_bind(h, caller_memory);
+    *out = h;
+    return ncclxSuccess;
+}
 
 ncclxResult_t ncclx_ep_check_config_named(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c,
                                           const char *prefix)
@@ -309,7 +328,6 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
 {
     ncclxEpHandleConfig_t cfg = NCCLX_EP_HANDLE_CONFIG_INIT;
     ncclx_ep_handle_t *h = NULL;
-    uint32_t index;
     ncclxResult_t res;
     if (g == NULL || handle == NULL || topk_idx == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpHandleCreate: %s is NULL",
@@ -321,12 +339,7 @@ ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t 
                                     NCCLX_EP_HANDLE_CONFIG_SIZE_V1, "config"));
     NCCLX_CHECK(ncclx_ep_check_config(g, &cfg));
     NCCLX_CHECK(ncclx_ep_async_check(g, "ncclxEpHandleCreate"));
-    NCCLX_CHECK(ncclx_pool_acquire(&g->handles, (void **)&h, &index));
-    h->group = g;
-    h->index = index;
-    h->config = cfg;
-    h->pending = NCCLX_EP_PENDING_NONE;
-    ncclx_ep_handle_bind(h, NULL);
+    NCCLX_CHECK(ncclx_ep_handle_take(g, &cfg, NULL, &h));
     NCCLX_CHECK_GOTO(ncclx_route(h, topk_idx, "ncclxEpHandleCreate", stream), res, err_release);
     h->live = 1;
     *handle = h;
