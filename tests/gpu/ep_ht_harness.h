@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The machinery of the EP HT GPU tests (tests/gpu/test_ep_ht.c): a case (one HT group on a
+ * team), a run (every rank's routing, inputs, outputs and handles, sized once), drawing data,
+ * enqueueing routing, dispatch and combine on every rank, and judging every output bit for bit
+ * against the CPU reference (tests/ref/ep_ht_ref.h), outputs poisoned first.  Allocator calls
+ * are counted only around library calls (lib_begin / lib_end): the reference allocates.
+ */
+#ifndef NCCLX_TEST_EP_HT_HARNESS_H_
+#define NCCLX_TEST_EP_HT_HARNESS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ep_ll_harness.h"
+#include "ref/ep_ht_ref.h"
+
+typedef struct {
+    uint32_t ranks; /* loopback team; 0: the real 1-rank communicator */
+    uint32_t experts, tokens, topk, hidden;
+    uint32_t max_topk;  /* the group's bound (0: topk) */
+    uint32_t recv;      /* max_recv_tokens_per_rank (0: R * T) */
+    uint32_t alignment; /* expert_alignment */
+    uint32_t layout;    /* FLAT or EXPERT_MAJOR */
+    uint32_t drop, global_ids, quant;
+    uint32_t zero_copy; /* out_tokens and expert_out are the group's buffers (BF16/FP16 only) */
+    ncclxDataType_t dtype, idx_dtype, count_dtype;
+} ht_case_t;
+
+typedef enum { HT_RANDOM, HT_REPEATS, HT_HOT, HT_BAD_IDS } ht_draw_t;
+
+typedef struct {
+    uint32_t n;
+    int64_t *idx;
+    float *weights, *grad_w, *expert_out_f;
+    uint8_t *tokens, *scales, *grads, *expert_out;
+    void *idx_upload;
+    uint8_t *got, *got_scales, *got_idx, *got_w, *got_out, *got_gw;
+    void *d_idx, *d_w, *d_tokens, *d_grads, *d_scales, *d_out_tokens, *d_out_scales, *d_out_idx,
+        *d_out_w;
+    void *d_expert_out, *d_out, *d_grad_w, *d_out_gw, *d_layout;
+    void *d_handle_mem; /* caller memory of the current handle (ncclxEpHandleInit), or NULL */
+} ht_rank_t;
+
+typedef struct {
+    ep_team_t team;
+    ht_case_t c;
+    ncclx_ht_ref_case_t rc;
+    uint32_t R, L, S, K;
+    size_t row, srow, crow, esize, isize;
+    ncclxEpHandle_t h[EP_MAX_RANKS];
+    ncclxEpHandle_t h_other[EP_MAX_RANKS]; /* a second handle per rank (ht_swap_handles) */
+    int have_other;
+    ht_rank_t r[EP_MAX_RANKS];
+    ncclx_ht_ref_routing_t routing[EP_MAX_RANKS];
+    ncclx_ht_ref_layout_t lay[EP_MAX_RANKS];
+    float *want, *want_w; /* combine expectations of one rank (allocated at open) */
+    int have_handles;
+} ht_run_t;
+
+extern size_t lib_allocs; /* allocator calls inside lib_begin / lib_end since it was zeroed */
+
+void lib_begin(void);
+void lib_end(void);
+void lib_assert_none(const char *where);
+size_t dtype_size(ncclxDataType_t t);
+void *dmalloc(size_t bytes);
+void *hmalloc(size_t bytes);
+void ht_open(ht_run_t *run, const ht_case_t *c);
+void ht_close(ht_run_t *run);
+void ht_set_routing(ht_run_t *run);
+void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int keep_counts);
+ncclxTensor_t tensor2(void *data, ncclxDataType_t dt, int64_t d0, int64_t d1);
+ncclxTensor_t ht_idx(const ht_run_t *run, uint32_t r);
+ncclxEpDispatchArgs_t ht_dispatch_args(const ht_run_t *run, uint32_t r, int backward);
+ncclxEpCombineArgs_t ht_combine_args(const ht_run_t *run, uint32_t r, int backward);
+void ht_route(ht_run_t *run);
+void ht_layout(ht_run_t *run);
+void ht_poison(ht_run_t *run);
+void ht_enqueue(ht_run_t *run, int dispatch, int backward);
+void ht_check_layout(ht_run_t *run, uint32_t r);
+void ht_check_untouched_dispatch(ht_run_t *run);
+void ht_check_dispatch(ht_run_t *run, int backward);
+void ht_check_combine(ht_run_t *run, int backward);
+void ht_init_caller_handles(ht_run_t *run);
+void ht_swap_handles(ht_run_t *run);
+void ht_forward_checked(ht_run_t *run);
+void ht_iteration(ht_run_t *run, int expect_bad);
+void ht_case(const ht_case_t *c, ht_draw_t draw, uint32_t empty_ranks, int iterations);
+ht_case_t base_case(uint32_t ranks, uint32_t layout);
+void ht_capture(ht_run_t *run, int with_combine, cudaGraphExec_t *exec);
+
+#endif /* NCCLX_TEST_EP_HT_HARNESS_H_ */
