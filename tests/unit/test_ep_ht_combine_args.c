@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * HT combine argument checks and HT handle config checks on the CPU (the group and handle of
+ * ep_ht_args_fixture.h): each broken field fails with ncclxInvalidArgument naming it.
+ */
+#include "ep_ht_args_fixture.h"
+
+/* ---- 3. each broken combine field ---- */
+
+typedef struct {
+    const char *name;
+    uint32_t layout, pass;
+    void (*breaker)(fixture_t *f, ncclxEpCombineArgs_t *a);
+    const char *needle, *needle2;
+} combine_case_t;
+
+static void c_send_only(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->send_only = 1;
+}
+static void c_pass_2(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->pass = 2;
+}
+static void c_pass_huge(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->pass = 0xffffffffu;
+}
+static void c_expert_uint8(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.dtype = a->out.dtype = NCCLX_UINT8;
+}
+static void c_expert_fp32_not_planned(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    f->group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16) | NCCLX_DTYPE_BIT(NCCLX_UINT8);
+    replan(f);
+    a->expert_out.dtype = a->out.dtype = NCCLX_FLOAT32;
+}
+static void c_expert_bad_dtype(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.dtype = NCCLX_NUM_DATA_TYPES;
+}
+static void c_expert_absent(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out = absent();
+}
+static void c_expert_ll_shape(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.ndim = 3;
+    a->expert_out.shape[0] = E / R;
+    a->expert_out.shape[1] = R * T;
+    a->expert_out.shape[2] = H;
+}
+static void c_expert_rows(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.shape[0] = R * T;
+}
+static void c_expert_hidden(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.shape[1] = H * 2;
+}
+static void c_expert_null(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.data = NULL;
+}
+static void c_expert_misaligned(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->expert_out.data = (char *)a->expert_out.data + 2;
+}
+static void c_out_dtype(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out.dtype = NCCLX_FLOAT32;
+}
+static void c_out_absent(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out = absent();
+}
+static void c_out_rows(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out.shape[0] = N + 1;
+}
+static void c_out_hidden(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out.shape[1] = H - 8;
+}
+static void c_out_null(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out.data = NULL;
+}
+static void c_out_misaligned(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out.data = (char *)a->out.data + 8;
+}
+/* FP32 tokens in the plan, hidden 20: 80-byte FP32 rows, 40-byte BF16 rows. */
+static void c_rows_not_16(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    f->group.plan.hidden = 20;
+    f->group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_FLOAT32);
+    replan(f);
+    a->expert_out.shape[1] = a->out.shape[1] = 20;
+}
+static void c_fwd_weights(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights = tensor(13, NCCLX_FLOAT32, 2, S, K);
+}
+static void c_fwd_weights_data_only(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.data = PTR(13);
+}
+static void c_fwd_out_weights(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights = tensor(14, NCCLX_FLOAT32, 2, N, K);
+}
+static void c_fwd_out_weights_shape_only(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights = tensor(14, NCCLX_FLOAT32, 2, N, K);
+    a->out_topk_weights.data = NULL;
+}
+static void c_bwd_weights_absent(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights = absent();
+}
+static void c_bwd_weights_1d(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.ndim = 1;
+}
+static void c_bwd_weights_2d(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights = tensor(13, NCCLX_FLOAT32, 2, S, K);
+}
+static void c_bwd_weights_token_rows(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.shape[0] = N; /* the caller's [num_tokens, K] of the forward pass */
+}
+static void c_bwd_weights_topk(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.shape[1] = K + 1;
+}
+static void c_bwd_weights_bf16(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.dtype = NCCLX_BFLOAT16;
+}
+static void c_bwd_weights_null(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->topk_weights.data = NULL;
+}
+static void c_bwd_out_weights_absent(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights = absent();
+}
+static void c_bwd_out_weights_rows(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights.shape[0] = S;
+}
+static void c_bwd_out_weights_topk(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights.shape[1] = K - 1;
+}
+static void c_bwd_out_weights_1d(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights.ndim = 1;
+}
+static void c_bwd_out_weights_int64(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights.dtype = NCCLX_INT64;
+}
+static void c_bwd_out_weights_misaligned(fixture_t *f, ncclxEpCombineArgs_t *a)
+{
+    (void)f;
+    a->out_topk_weights.data = (char *)a->out_topk_weights.data + 4;
+}
+
+#undef A_
+#define A_ "ncclxEpCombine: args->"
+
+static const combine_case_t combine_cases[] = {
+    {"send_only", FLAT, FWD, c_send_only, A_ "send_only=1", "leave 0"},
+    {"pass 2", EM, FWD, c_pass_2, A_ "pass=2", NULL},
+    {"pass ~0", FLAT, BWD, c_pass_huge, A_ "pass=4294967295", NULL},
+    {"UINT8 rows", FLAT, FWD, c_expert_uint8, A_ "expert_out.dtype=6", NULL},
+    {"FP32 rows without FP32 tokens", EM, FWD, c_expert_fp32_not_planned, A_ "expert_out.dtype=2",
+     NULL},
+    {"expert_out dtype out of range", FLAT, FWD, c_expert_bad_dtype, A_ "expert_out.dtype=9", NULL},
+    {"expert_out absent", FLAT, FWD, c_expert_absent, A_ "expert_out.ndim=0, expected 2", NULL},
+    {"expert_out LL shape", EM, FWD, c_expert_ll_shape, A_ "expert_out.ndim=3", NULL},
+    {"expert_out R*T rows", FLAT, BWD, c_expert_rows, A_ "expert_out.shape[0]=32, expected 48",
+     NULL},
+    {"expert_out hidden", EM, BWD, c_expert_hidden, A_ "expert_out.shape[1]=512", NULL},
+    {"expert_out NULL", FLAT, FWD, c_expert_null, A_ "expert_out.data is NULL", NULL},
+    {"expert_out misaligned", FLAT, FWD, c_expert_misaligned,
+     A_ "expert_out.data=", "not 16-byte aligned"},
+    {"out dtype", EM, FWD, c_out_dtype, A_ "out.dtype=2", NULL},
+    {"out absent", FLAT, FWD, c_out_absent, A_ "out.ndim=0", NULL},
+    {"out rows", FLAT, FWD, c_out_rows, A_ "out.shape[0]=6, expected 5", NULL},
+    {"out hidden", EM, BWD, c_out_hidden, A_ "out.shape[1]=248", NULL},
+    {"out NULL", FLAT, BWD, c_out_null, A_ "out.data is NULL", NULL},
+    {"out misaligned", EM, FWD, c_out_misaligned, A_ "out.data=", "not 16-byte aligned"},
+    {"rows not 16-byte multiples", FLAT, FWD, c_rows_not_16,
+     A_ "expert_out rows of 40 bytes (hidden=20) are not 16-byte multiples", NULL},
+    /* forward: no weights */
+    {"forward topk_weights", FLAT, FWD, c_fwd_weights, A_ "topk_weights must be absent",
+     "already weighted"},
+    {"forward EXPERT_MAJOR topk_weights", EM, FWD, c_fwd_weights, A_ "topk_weights must be absent",
+     NULL},
+    {"forward topk_weights data only", EM, FWD, c_fwd_weights_data_only,
+     A_ "topk_weights must be absent", NULL},
+    {"forward out_topk_weights", FLAT, FWD, c_fwd_out_weights, A_ "out_topk_weights must be absent",
+     "only a backward combine"},
+    {"forward out_topk_weights shape only", EM, FWD, c_fwd_out_weights_shape_only,
+     A_ "out_topk_weights must be absent", NULL},
+    /* backward: weight gradients in and out */
+    {"backward without topk_weights", FLAT, BWD, c_bwd_weights_absent, A_ "topk_weights.dtype=0",
+     NULL},
+    {"backward FLAT 1-D topk_weights", FLAT, BWD, c_bwd_weights_1d,
+     A_ "topk_weights.ndim=1, expected 2", "(flat)"},
+    {"backward EXPERT_MAJOR 2-D topk_weights", EM, BWD, c_bwd_weights_2d,
+     A_ "topk_weights.ndim=2, expected 1", "(expert-major)"},
+    {"backward FLAT topk_weights token rows", FLAT, BWD, c_bwd_weights_token_rows,
+     A_ "topk_weights.shape[0]=5, expected 48", NULL},
+    {"backward EXPERT_MAJOR topk_weights token rows", EM, BWD, c_bwd_weights_token_rows,
+     A_ "topk_weights.shape[0]=5, expected 48", NULL},
+    {"backward FLAT topk_weights topk", FLAT, BWD, c_bwd_weights_topk, A_ "topk_weights.shape[1]=3",
+     NULL},
+    {"backward topk_weights BF16", EM, BWD, c_bwd_weights_bf16, A_ "topk_weights.dtype=0", NULL},
+    {"backward topk_weights NULL", FLAT, BWD, c_bwd_weights_null, A_ "topk_weights.data is NULL",
+     NULL},
+    {"backward without out_topk_weights", EM, BWD, c_bwd_out_weights_absent,
+     A_ "out_topk_weights.dtype=0", NULL},
+    {"backward out_topk_weights rows", FLAT, BWD, c_bwd_out_weights_rows,
+     A_ "out_topk_weights.shape[0]=48, expected 5", NULL},
+    {"backward out_topk_weights topk", EM, BWD, c_bwd_out_weights_topk,
+     A_ "out_topk_weights.shape[1]=1, expected 2", NULL},
+    {"backward 1-D out_topk_weights", EM, BWD, c_bwd_out_weights_1d,
+     A_ "out_topk_weights.ndim=1, expected 2", NULL},
+    {"backward out_topk_weights int64", FLAT, BWD, c_bwd_out_weights_int64,
+     A_ "out_topk_weights.dtype=8", NULL},
+    {"backward out_topk_weights misaligned", FLAT, BWD, c_bwd_out_weights_misaligned,
+     A_ "out_topk_weights.data=", "not 16-byte aligned"},
+};
+
+#undef A_
+
+static void test_each_broken_combine_field(void **state)
+{
+    (void)state;
+    const size_t n = sizeof(combine_cases) / sizeof(combine_cases[0]);
+    for (size_t i = 0; i < n; i++) {
+        const combine_case_t *c = &combine_cases[i];
+        fixture_t f;
+        ncclx_ep_ht_combine_desc_t d, before;
+        make_fixture(&f, c->layout);
+        ncclxEpCombineArgs_t a = valid_combine(&f, c->pass, NCCLX_BFLOAT16);
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d)); /* valid before */
+        c->breaker(&f, &a);
+        memset(&d, 0x5a, sizeof(d));
+        before = d;
+        ncclxResult_t res = ncclx_ep_ht_combine_desc(&f.handle, &a, &d);
+        const char *msg = ncclxGetLastError();
+        if (res != ncclxInvalidArgument || strstr(msg, c->needle) == NULL ||
+            (c->needle2 != NULL && strstr(msg, c->needle2) == NULL)) {
+            fail_msg("combine case '%s': got %d '%s', expected '%s'%s%s", c->name, (int)res, msg,
+                     c->needle, c->needle2 ? " and '" : "", c->needle2 ? c->needle2 : "");
+        }
+        assert_memory_equal(&d, &before, sizeof(d)); /* outputs only on success */
+    }
+    assert_true(n >= 35);
+}
+
+/* The 40-byte BF16 rows refused above pass as FP32 (80 bytes) when the plan has FP32 tokens. */
+static void test_combine_rows_16_byte_multiples(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_combine_desc_t c;
+    make_fixture(&f, EM);
+    f.group.plan.hidden = 20;
+    f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_FLOAT32);
+    replan(&f);
+    ncclxEpCombineArgs_t a = valid_combine(&f, BWD, NCCLX_BFLOAT16);
+    a.expert_out.shape[1] = a.out.shape[1] = 20;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &c), ncclxInvalidArgument,
+                       "args->expert_out rows of 40 bytes (hidden=20) are not 16-byte multiples");
+    a.expert_out.dtype = a.out.dtype = NCCLX_FLOAT32;
+    assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &c));
+    assert_int_equal(c.row_bytes, 80);
+    assert_int_equal(c.dtype, NCCLX_FLOAT32);
+}
+
+/* ---- 4. handle config ---- */
+
+static void test_config_checks(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclxEpHandleConfig_t c = NCCLX_EP_HANDLE_CONFIG_INIT;
+    make_fixture(&f, FLAT);
+    const ncclx_ep_group_t *g = &f.group;
+    static const uint32_t layouts[] = {FLAT, EM};
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t k = 1; k <= K; k++) {
+            for (uint32_t ids = 0; ids <= 1; ids++) {
+                c.layout = layouts[l];
+                c.topk = k;
+                c.global_expert_ids = ids;
+                assert_ncclx_ok(ncclx_ep_check_config(g, &c));
+            }
+        }
+    }
+    c.layout = FLAT;
+    c.topk = K;
+    c.global_expert_ids = 0;
+
+    c.layout = NCCLX_EP_LAYOUT_RANK_MAJOR;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->layout=0x2: an HT handle is NCCLX_EP_LAYOUT_FLAT or "
+                       "NCCLX_EP_LAYOUT_EXPERT_MAJOR");
+    c.layout = FLAT | EM;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->layout=0x5: an HT handle");
+    c.layout = 0;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->layout=0x0: an HT handle");
+
+    f.group.plan.layouts = EM;
+    c.layout = FLAT;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->layout=0x4 is not in the group's plan layouts 0x1");
+    c.layout = EM;
+    assert_ncclx_ok(ncclx_ep_check_config(g, &c));
+    f.group.plan.layouts = FLAT;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->layout=0x1 is not in the group's plan layouts 0x4");
+    f.group.plan.layouts = FLAT | EM;
+
+    c.topk = 0;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->topk=0 is outside [1, max_topk=2]");
+    c.topk = K + 1;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->topk=3 is outside [1, max_topk=2]");
+    c.topk = 0xffffffffu;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument, "config->topk=");
+    c.topk = K;
+
+    c.global_expert_ids = 2;
+    assert_ncclx_error(ncclx_ep_check_config(g, &c), ncclxInvalidArgument,
+                       "config->global_expert_ids=2: must be 0 or 1");
+    c.global_expert_ids = 1;
+    assert_ncclx_ok(ncclx_ep_check_config(g, &c));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_each_broken_combine_field),
+        cmocka_unit_test(test_combine_rows_16_byte_multiples),
+        cmocka_unit_test(test_config_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
