@@ -28,7 +28,11 @@ AC_DEFUN([NCCLX_CHECK_NCCL], [
         AC_MSG_RESULT([$with_nccl])
     ])
     NCCL_HOME=$with_nccl
-    NCCL_CPPFLAGS="-I$NCCL_HOME/include"
+    # A system NCCL (/usr) needs no -I: naming /usr/include on the command line breaks the C++
+    # headers' #include_next chain under nvcc ("math.h: No such file or directory").
+    AS_CASE([$NCCL_HOME],
+        [/usr|/usr/], [NCCL_CPPFLAGS=""],
+        [NCCL_CPPFLAGS="-I$NCCL_HOME/include"])
     NCCL_LIBDIR=""
     NCCL_LIBS="-lnccl"
     for d in "$NCCL_HOME/lib64" "$NCCL_HOME/lib" "$NCCL_HOME/lib/x86_64-linux-gnu"; do
