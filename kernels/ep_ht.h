@@ -96,6 +96,11 @@ typedef struct {
     int32_t *offsets;    /* [L + 1]: EM zone starts, clamped to S; [L] = padded total */
     int32_t *zone_count; /* [L]: EM real rows per zone, unclamped */
     int32_t *zone_base;  /* [L]: EM zone starts, clamped to S */
+    /* EXPERT_MAJOR handles of a group with the MXFP8 combine (else NULL): this rank's kept
+     * receive rows of each (source, token) linked in ascending expert order, so that the
+     * combine sums a token's rows here before quantizing them once. */
+    int32_t *em_next; /* [S]: the token's next row here, -1 after its last (real rows only) */
+    uint8_t *em_head; /* [S]: 1 on the token's first row here, 0 elsewhere (pads too) */
     int num_tokens, topk, expert_major, global_ids;
     unsigned long long geometry; /* what the header must say (ncclx_ep_ht_geometry) */
     size_t bytes;                /* the whole memory, header included */
@@ -121,6 +126,8 @@ typedef struct {
     float *out_topk_weights;   /* backward: [num_tokens, K] */
     size_t row_bytes;          /* H * element bytes */
     int dtype;                 /* BF16, FP16 or FP32 */
+    int mxfp8; /* NCCLX_EP_RECIPE_MXFP8 (BF16, EXPERT_MAJOR): each rank's partial sum of a
+                  token is staged once, as E4M3 codes [H] then E8M0 scales [H / 32] */
     int backward;
     int in_place; /* expert_out is this rank's combine rows: nothing to stage */
     unsigned op;  /* operation word (ncclx_ep_ht_op_word) */

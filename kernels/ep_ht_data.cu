@@ -8,7 +8,8 @@
  *            copy-out: once every rank has pushed, the received rows go to the caller's
  *                      outputs (EXPERT_MAJOR pad rows are written as zeros).
  *  combine   stage:    this rank's expert outputs (and backward weight gradients) go to its
- *                      combine rows, where their tokens' ranks read them;
+ *                      combine rows, where their tokens' ranks read them (MXFP8: each
+ *                      token's rows here summed and quantized once, ep_ht_mxfp8.cuh);
  *            reduce:   once every rank has staged, each token sums its rows from every rank
  *                      in a fixed order (rank, then expert), in FP32, rounded once.
  * Each kernel waits at its start for the ranks' previous step that it depends on, and its last
@@ -16,6 +17,7 @@
  * rows it writes are no longer read by anyone.
  */
 #include "ep_ht_common.cuh"
+#include "ep_ht_mxfp8.cuh"
 
 namespace ncclx
 {
@@ -227,10 +229,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // ---- combine ----
 
+// kMx: MXFP8 (ep_ht_mxfp8.cuh): a token's rows here are staged as one packed row, in its
+// first row here; the others are not staged.
+template <bool kMx>
 __global__ void __launch_bounds__(kThreads, 2)
     stage_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
                  ncclx_ep_ht_combine_desc_t a)
 {
+    __shared__ int chain[kWarps][kMxMaxChain];
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, KM = g.max_topk;
     char *self = peer_base(g, g.rank);
@@ -241,7 +247,13 @@ __global__ void __launch_bounds__(kThreads, 2)
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
              i += (long long)gridDim.x * kWarps) {
-            if (!a.in_place) {
+            if (kMx) {
+                if (h.em_head[i] != 0) {
+                    mx_stage_token(g, h, static_cast<const char *>(a.expert_out), a.row_bytes,
+                                   (int)i, self + g.combine_rows + (size_t)i * g.combine_row_bytes,
+                                   chain[threadIdx.x / kWarpSize], lane);
+                }
+            } else if (!a.in_place) {
                 const LaneTargets to = {1u,
                                         self + g.combine_rows + (size_t)i * g.combine_row_bytes};
                 warp_copy_to(to, static_cast<const char *>(a.expert_out) + (size_t)i * a.row_bytes,
@@ -328,8 +340,9 @@ template <> struct Vec<kFp32> {
 };
 
 // One warp per token: its source rows in summation order (rank, then expert) go to shared
-// memory, then each lane sums its 16-byte columns over them.
-template <int kDtype>
+// memory, then each lane sums its 16-byte columns over them.  kMx: one packed source row per
+// rank (the token's first kept row there), decoded as it is added.
+template <int kDtype, bool kMx>
 __global__ void __launch_bounds__(kThreads, 2)
     reduce_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
                   ncclx_ep_ht_combine_desc_t a)
@@ -352,7 +365,14 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
             // FLAT: one source per rank (its first entry); EM: one per expert.  Order: by
             // expert id, which orders ranks too (ranks own ascending expert ranges).
-            const bool source = row >= 0 && (h.expert_major || en.order == 0);
+            bool source = row >= 0 && (h.expert_major || en.order == 0);
+            for (int k = 0; kMx && k < K; k++) {
+                const int other = __shfl_sync(0xffffffffu, en.expert, k);
+                const int other_row = __shfl_sync(0xffffffffu, row, k);
+                if (other_row >= 0 && other / g.local_experts == en.rank && other < en.expert) {
+                    source = false; // a lower expert of this rank holds the packed row
+                }
+            }
             const unsigned sources_mask = __ballot_sync(0xffffffffu, source);
             int position = 0;
             for (unsigned rest = sources_mask; rest != 0; rest &= rest - 1) {
@@ -365,7 +385,10 @@ __global__ void __launch_bounds__(kThreads, 2)
             __syncwarp();
             const int n = __popc(sources_mask);
             char *out = static_cast<char *>(a.out) + (size_t)t * a.row_bytes;
-            for (size_t o = (size_t)lane * 16; o < a.row_bytes; o += kWarpSize * 16) {
+            if (kMx) {
+                mx_reduce_token(g, sources[warp], n, out, lane);
+            }
+            for (size_t o = (size_t)lane * 16; !kMx && o < a.row_bytes; o += kWarpSize * 16) {
                 float acc[Vec<kDtype>::N];
 #pragma unroll
                 for (int i = 0; i < Vec<kDtype>::N; i++) {
@@ -419,16 +442,22 @@ extern "C" cudaError_t ncclx_ep_ht_launch_combine(const ncclx_ep_ht_group_desc_t
 {
     using namespace ncclx::ht;
     cudaError_t err;
-    stage_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    if (a->mxfp8) {
+        stage_kernel<true><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else {
+        stage_kernel<false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    }
     if ((err = cudaGetLastError()) != cudaSuccess) {
         return err;
     }
-    if (a->dtype == ncclx::kBf16) {
-        reduce_kernel<ncclx::kBf16><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    if (a->mxfp8) {
+        reduce_kernel<ncclx::kBf16, true><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else if (a->dtype == ncclx::kBf16) {
+        reduce_kernel<ncclx::kBf16, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     } else if (a->dtype == ncclx::kFp16) {
-        reduce_kernel<ncclx::kFp16><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        reduce_kernel<ncclx::kFp16, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     } else {
-        reduce_kernel<ncclx::kFp32><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        reduce_kernel<ncclx::kFp32, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     }
     return cudaGetLastError();
 }
@@ -438,9 +467,11 @@ extern "C" cudaError_t ncclx_ep_ht_data_load(void)
     using namespace ncclx::ht;
     const void *const kernels[] = {reinterpret_cast<const void *>(push_kernel),
                                    reinterpret_cast<const void *>(copy_out_kernel),
-                                   reinterpret_cast<const void *>(stage_kernel),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32>)};
+                                   reinterpret_cast<const void *>(stage_kernel<false>),
+                                   reinterpret_cast<const void *>(stage_kernel<true>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false>),
+                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -6,7 +6,8 @@
  *  1. publish: validate topk_idx into the handle and write this rank's routing map (one bit
  *     per (token, expert); every row up to T, so no stale bits of an earlier routing survive).
  *  2. count: read every rank's map and count, per source rank, the tokens listing each expert
- *     and the tokens hitting each rank.
+ *     and the tokens hitting each rank.  (2b. chain, EXPERT_MAJOR handles of MXFP8 groups:
+ *     link this rank's receive rows of each (source, token).)
  *  3. scan: prefix counts over this rank's own rows give each token's final receive row at every
  *     destination (FLAT) or for every expert (EXPERT_MAJOR); the receiver-side counts, zone
  *     offsets and totals go into the handle.  Its last block tells every rank that this rank
@@ -83,6 +84,13 @@ __global__ void __launch_bounds__(kThreads)
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         h.header->checksum = 0; /* the seal kernel adds it up */
     }
+    if (h.em_head != nullptr) {
+        // Every row starts as no token's first (pads and rows past the total stay so).
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < g.recv_slots;
+             i += gridDim.x * blockDim.x) {
+            h.em_head[i] = 0;
+        }
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_MAP_READ, op)) {
         publish_rows(g, h, topk_idx);
         const int counters = g.ranks * g.num_experts + g.ranks * g.ranks;
@@ -155,6 +163,76 @@ __global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_
                                : &g.rank_hits[(size_t)s * g.ranks + j - g.num_experts];
                 atomicAdd(dst, counts[j]);
                 counts[j] = 0;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// Kernel 2b, EXPERT_MAJOR handles of a group with the MXFP8 combine: links this rank's kept
+// rows of each (source, token) in ascending expert order (em_next, em_head), so that the
+// combine sums a token's rows here before it quantizes them.  The row of (s, t, e) is e's zone
+// start + rows of e from sources before s + s's tokens before t listing e: the formula of
+// scan_expert on the sender, so both ends agree on every row.  One block per source: the next
+// row of each local expert stays in shared memory ([L] ints, saturating at S).  It reads the
+// peers' maps, so it runs before the scan kernel tells them that their maps were read.
+__global__ void __launch_bounds__(kThreads) chain_kernel(ncclx_ep_ht_group_desc_t g,
+                                                         ncclx_ep_ht_handle_desc_t h)
+{
+    extern __shared__ int next_row[]; // [L]
+    __shared__ int warp_hits[kWarps];
+    const int L = g.local_experts, W = g.map_words, first = g.rank * L, S = g.recv_slots;
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    if (block_route_stopped(g)) {
+        return;
+    }
+    for (int s = blockIdx.x; s < g.ranks; s += gridDim.x) {
+        if (threadIdx.x == 0) {
+            long long zone = 0;
+            for (int el = 0; el < L; el++) {
+                long long total = 0, before = 0;
+                for (int x = 0; x < g.ranks; x++) {
+                    const int n = g.expert_hits[(size_t)x * g.num_experts + first + el];
+                    total += n;
+                    before += x < s ? n : 0;
+                }
+                next_row[el] = (int)(zone + before < S ? zone + before : S);
+                zone += padded(total, g.alignment);
+            }
+        }
+        __syncthreads();
+        const uint32_t *map = map_of(g, s);
+        for (int t0 = 0; t0 < g.max_tokens; t0 += kThreads) {
+            const int t = t0 + threadIdx.x;
+            int prev = -1;
+            for (int el = 0; el < L; el++) {
+                const bool hit = t < g.max_tokens && row_has(map + (size_t)t * W, first + el);
+                const unsigned hits = __ballot_sync(0xffffffffu, hit);
+                if (lane == 0) {
+                    warp_hits[warp] = __popc(hits);
+                }
+                __syncthreads();
+                int before = 0, total = 0;
+                for (int w = 0; w < kWarps; w++) {
+                    before += w < warp ? warp_hits[w] : 0;
+                    total += warp_hits[w];
+                }
+                const long long r = (long long)next_row[el] + before + __popc(hits & lanemask_lt());
+                if (hit && r < S) {
+                    h.em_head[r] = prev < 0 ? 1 : 0;
+                    if (prev >= 0) {
+                        h.em_next[prev] = (int)r;
+                    }
+                    prev = (int)r;
+                }
+                __syncthreads(); // every thread has read warp_hits and next_row[el]
+                if (threadIdx.x == 0) {
+                    const long long n = (long long)next_row[el] + total;
+                    next_row[el] = (int)(n < S ? n : S);
+                }
+            }
+            if (prev >= 0) {
+                h.em_next[prev] = -1;
             }
         }
         __syncthreads();
@@ -507,6 +585,13 @@ extern "C" cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *
     if ((err = cudaGetLastError()) != cudaSuccess) {
         return err;
     }
+    if (h->em_next != nullptr) {
+        chain_kernel<<<g->blocks, kThreads, (size_t)g->local_experts * sizeof(int), stream>>>(*g,
+                                                                                         *h);
+        if ((err = cudaGetLastError()) != cudaSuccess) {
+            return err;
+        }
+    }
     scan_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h);
     if ((err = cudaGetLastError()) != cudaSuccess) {
         return err;
@@ -553,6 +638,7 @@ extern "C" cudaError_t ncclx_ep_ht_route_load(void)
     const void *const kernels[] = {reinterpret_cast<const void *>(publish_kernel<long long>),
                                    reinterpret_cast<const void *>(publish_kernel<int32_t>),
                                    reinterpret_cast<const void *>(count_kernel),
+                                   reinterpret_cast<const void *>(chain_kernel),
                                    reinterpret_cast<const void *>(scan_kernel),
                                    reinterpret_cast<const void *>(seal_kernel),
                                    reinterpret_cast<const void *>(verify_kernel),

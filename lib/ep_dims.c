@@ -71,6 +71,10 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
     h->offsets = ncclx_handle_piece(&cursor, (L + 1) * 4);
     h->zone_count = ncclx_handle_piece(&cursor, L * 4);
     h->zone_base = ncclx_handle_piece(&cursor, L * 4);
+    /* The MXFP8 combine sums each token's rows on a rank before quantizing: the receiver's
+     * links between them (kernels/ep_ht.h, em_next and em_head). */
+    h->em_next = d->mxfp8_combine ? ncclx_handle_piece(&cursor, (size_t)d->recv_slots * 4) : 0;
+    h->em_head = d->mxfp8_combine ? ncclx_handle_piece(&cursor, d->recv_slots) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 
@@ -127,6 +131,7 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
     } else {
         d->combine_slots = d->topk < d->ranks ? d->topk : d->ranks; /* one row per rank */
     }
+    d->mxfp8_combine = !ll && (g->recipes & NCCLX_EP_RECIPE_MXFP8) != 0;
     d->payload_bytes = ncclx_payload_bytes(g);
     d->dispatch_msg_bytes = ncclx_ep_msg_bytes(d->topk, d->payload_bytes);
     d->combine_elem_bytes = (g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_FLOAT32)) ? 4 : 2;

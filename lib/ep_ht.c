@@ -142,6 +142,8 @@ void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base, const ncclx_ep_ht
     d->offsets = (int32_t *)(base + l->offsets);
     d->zone_count = (int32_t *)(base + l->zone_count);
     d->zone_base = (int32_t *)(base + l->zone_base);
+    d->em_next = em && h->group->dims.mxfp8_combine ? (int32_t *)(base + l->em_next) : NULL;
+    d->em_head = em && h->group->dims.mxfp8_combine ? (uint8_t *)(base + l->em_head) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = em;
     d->global_ids = (int)h->config.global_expert_ids;
@@ -371,6 +373,42 @@ out:
     return res;
 }
 
+/* args->recipe of an HT combine: NONE, or MXFP8 where the plan, the handle and the dtype
+ * allow it. */
+static ncclxResult_t ncclx_ht_check_combine_recipe(const ncclx_ep_handle_t *h,
+                                                   const ncclxEpCombineArgs_t *a)
+{
+    const ncclx_ep_group_t *g = h->group;
+    if (a->recipe == NCCLX_EP_RECIPE_NONE) {
+        return ncclxSuccess;
+    }
+    if (a->recipe != NCCLX_EP_RECIPE_MXFP8) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->recipe=0x%x: an HT combine takes "
+                           "NCCLX_EP_RECIPE_NONE or NCCLX_EP_RECIPE_MXFP8",
+                           a->recipe);
+    }
+    if (!(g->plan.recipes & NCCLX_EP_RECIPE_MXFP8)) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->recipe=NCCLX_EP_RECIPE_MXFP8 is not in EP "
+                           "group %u's plan recipes 0x%x",
+                           g->index, g->plan.recipes);
+    }
+    if (!h->ht.expert_major) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->recipe=NCCLX_EP_RECIPE_MXFP8 needs an "
+                           "EXPERT_MAJOR handle; handle %u is FLAT",
+                           h->index);
+    }
+    if (a->expert_out.dtype != NCCLX_BFLOAT16) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->expert_out.dtype=%d: the MXFP8 combine takes "
+                           "BF16 rows (and writes BF16 out)",
+                           (int)a->expert_out.dtype);
+    }
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                        ncclx_ep_ht_combine_desc_t *out)
 {
@@ -390,6 +428,8 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
     }
     NCCLX_CHECK(ncclx_ht_check_pass(a->pass, "ncclxEpCombine"));
     d.backward = a->pass == NCCLX_EP_PASS_BACKWARD;
+    NCCLX_CHECK(ncclx_ht_check_combine_recipe(h, a));
+    d.mxfp8 = a->recipe == NCCLX_EP_RECIPE_MXFP8;
     NCCLX_CHECK(ncclx_tensor_check(&a->expert_out, "ncclxEpCombine: args->expert_out", allowed, 2,
                                    in_shape, "[max_recv_tokens_per_rank, hidden]"));
     NCCLX_CHECK(ncclx_tensor_check(&a->out, "ncclxEpCombine: args->out", BIT(a->expert_out.dtype),
@@ -440,6 +480,12 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
                                "of exactly %zu bytes (here %zu)",
                                g->dims.combine_slot_bytes, d.row_bytes);
         }
+        if (d.mxfp8) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpCombine: args->expert_out is the group's combine rows "
+                               "(zero copy), which the MXFP8 combine overwrites with packed rows "
+                               "while it reads them: pass expert rows of your own");
+        }
         d.in_place = 1;
     }
     *out = d;
@@ -473,7 +519,9 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
-    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes, 0);
+    /* An MXFP8 combine stages packed rows: its word differs from a plain BF16 combine's. */
+    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes,
+                               d.mxfp8 ? (size_t)g->plan.hidden / 32 : 0);
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the stage may have run and signalled */

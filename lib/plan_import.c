@@ -115,6 +115,27 @@ static ncclxResult_t ncclx_check_recipes(const ncclxEpGroupPlan_t *g, uint32_t g
                                  "(one scale per 32 elements)",
                                  g->hidden);
     }
+    /* MXFP8 is a combine recipe of expert-major BF16 rows; the dispatch needs its own. */
+    if ((g->recipes & NCCLX_EP_RECIPE_MXFP8) &&
+        !(g->recipes & (NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD))) {
+        return GROUP_FIELD_ERROR(gi, "recipes",
+                                 "=0x%x: MXFP8 is a combine recipe; add a dispatch recipe "
+                                 "(NCCLX_EP_RECIPE_NONE or _QUANT_FWD)",
+                                 g->recipes);
+    }
+    if ((g->recipes & NCCLX_EP_RECIPE_MXFP8) && !(g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
+        return GROUP_FIELD_ERROR(gi, "layouts",
+                                 "=0x%x: the MXFP8 combine works on expert-major rows; add "
+                                 "NCCLX_EP_LAYOUT_EXPERT_MAJOR",
+                                 g->layouts);
+    }
+    if ((g->recipes & NCCLX_EP_RECIPE_MXFP8) &&
+        !(g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_BFLOAT16))) {
+        return GROUP_FIELD_ERROR(gi, "token_dtypes",
+                                 "=0x%x: the MXFP8 combine takes BF16 expert outputs; add "
+                                 "NCCLX_DTYPE_BIT(NCCLX_BFLOAT16)",
+                                 g->token_dtypes);
+    }
     if (g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) {
         if (g->max_token_bytes == 0 || g->max_token_bytes % 16 != 0) {
             return GROUP_FIELD_ERROR(gi, "max_token_bytes",
@@ -243,12 +264,6 @@ static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
                                "ranks of which %u reach each other by load/store: HT between "
                                "load/store domains (GIN) is not implemented in this release",
                                gi, norm->team.num_ranks, norm->team.lsa_size);
-        }
-        if (g->recipes & NCCLX_EP_RECIPE_MXFP8) {
-            return NCCLX_ERROR(ncclxUnsupported,
-                               "plan.ep_groups[%u]->recipes=0x%x: the MXFP8 HT combine is not "
-                               "implemented in this release; leave NCCLX_EP_RECIPE_MXFP8 out",
-                               gi, g->recipes);
         }
     }
     if (norm->plan.m2n_staging_bytes != 0) {

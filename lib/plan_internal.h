@@ -40,6 +40,7 @@ typedef struct {
     size_t combine_elem_bytes; /* C: 4 if FP32 tokens are enabled, else 2 */
     size_t combine_slot_bytes; /* align16(H * C) */
     size_t handle_bytes;       /* one handle's private device memory (stride) */
+    uint32_t mxfp8_combine;    /* HT with NCCLX_EP_RECIPE_MXFP8: handles link their rows */
 } ncclx_ep_dims_t;
 
 /* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
@@ -139,6 +140,8 @@ typedef struct {
     size_t offsets;    /* int32 [L + 1]: zone starts clamped to S, then the padded total */
     size_t zone_count; /* int32 [L]: real rows of each zone */
     size_t zone_base;  /* int32 [L]: zone starts */
+    size_t em_next;    /* MXFP8 groups: int32 [S], the next receive row of the row's token */
+    size_t em_head;    /* MXFP8 groups: uint8 [S], 1 on each token's first receive row */
     size_t bytes;      /* the whole handle, 256-byte multiple */
 } ncclx_ep_ht_handle_layout_t;
 

@@ -239,13 +239,22 @@ typedef struct {
     uint32_t reserved1;
     ncclxTensor_t out_topk_weights; /**< HT backward: [num_tokens, K] FLOAT32, the gradient of
                                          the token's top-k weights */
+    uint32_t recipe; /**< NCCLX_EP_RECIPE_NONE (default), or NCCLX_EP_RECIPE_MXFP8: HT,
+                          EXPERT_MAJOR handle, BF16 expert_out and out, a group planned with
+                          the recipe, expert_out not the group's own combine rows (zero copy);
+                          forward or backward.  Each rank's rows of a token are summed in FP32
+                          and sent once as E4M3 codes with one E8M0 scale per 32 elements
+                          (the library makes the scales: there is no scales input); the token's
+                          rank adds the decoded rows in FP32 and rounds once to BF16.  Backward
+                          weight gradients travel unquantized. */
+    uint32_t reserved2;
 } ncclxEpCombineArgs_t;
 
 #define NCCLX_EP_COMBINE_ARGS_INIT                                                             \
     {                                                                                          \
         NCCLX_STRUCT_HEADER_INIT(ncclxEpCombineArgs_t, NCCLX_MAGIC_EP_COMBINE_ARGS), 0, 0,     \
             NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_TENSOR_INIT, NCCLX_EP_PASS_FORWARD, 0, \
-            NCCLX_TENSOR_INIT                                                                  \
+            NCCLX_TENSOR_INIT, NCCLX_EP_RECIPE_NONE, 0                                         \
     }
 
 /** Combines the experts' outputs of the handle's last dispatch back into out. */
@@ -292,6 +301,14 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t handle, ncclxStream_t stream);
  * received weights (FLAT [S, K], EXPERT_MAJOR [S]) and returns out_topk_weights [num_tokens, K]:
  * each top-k entry's gradient (0 for -1 entries, repeated experts after the first, and dropped
  * rows).
+ * MXFP8 combine (args->recipe = NCCLX_EP_RECIPE_MXFP8, see ncclxEpCombineArgs_t): on each rank
+ * the token's EXPERT_MAJOR rows there are summed in FP32 (ascending expert) and the sum is
+ * quantized once: blocks of 32 elements, scale e = the E8M0 exponent of amax / 448 rounded up
+ * (bias 127, at most 254; 0 for an all-zero block), codes = E4M3 (nearest even, saturating to
+ * +-448, NaN -> 0x7f) of x * 2^(127 - e).  The token's rank adds code * 2^(e - 127) (e = 0
+ * decodes to 0) over ranks in ascending order in FP32 and rounds once to BF16: bitwise
+ * deterministic; same-rank experts give Q(a + b), different ranks Q(a) + Q(b).  A row of
+ * H + H / 32 bytes crosses NVLink instead of 2H.  Needs hidden % 32 == 0 (the plan checks it).
  *
  * Overflow: a routing that needs more than S rows on a rank is, per the group's
  * overflow_policy, TRAP: every rank reports NCCLX_EP_ERROR_OVERFLOW, the group's kernels do

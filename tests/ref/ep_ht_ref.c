@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ref/ep_ht_ref.h"
+#include "ref/ep_mxfp8_ref.h"
 
 #ifdef NCCLX_EP_MAX_HT_TOPK
 _Static_assert(NCCLX_HT_REF_MAX_TOPK == NCCLX_EP_MAX_HT_TOPK, "HT top-k bound out of step");
@@ -383,36 +384,69 @@ static void add_row(int32_t row, const float *rows, uint32_t hidden, float *out)
     }
 }
 
-/* Adds the kept rows of rank m's tokens on destination j to out, ascending expert. */
+/* Adds the kept rows of rank m's tokens on destination j to out, ascending expert.  With
+ * partial ([hidden] scratch, MXFP8): a token's rows on j are summed there first (from 0.0f)
+ * and the sum goes through the MXFP8 quantizer (packed, [row_bytes] scratch) before it is
+ * added; a token with no kept row on j adds nothing. */
 static void combine_from(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *rt,
                          const int32_t *inv, uint32_t j, const float *rows, uint32_t hidden,
-                         float *out)
+                         float *partial, uint8_t *packed, float *out)
 {
     uint32_t L = local_experts(c);
     for (uint32_t t = 0; t < rt->num_tokens; t++) {
         int64_t experts[NCCLX_HT_REF_MAX_TOPK];
         uint32_t first_k[NCCLX_HT_REF_MAX_TOPK];
-        uint32_t n = experts_on(c, rt, t, j, experts, first_k);
+        uint32_t n = experts_on(c, rt, t, j, experts, first_k), kept = 0;
+        float *sum = partial != NULL ? partial : &out[(size_t)t * hidden];
         if (!em(c)) {
             add_row(n > 0 ? inv[t] : -1, rows, hidden, &out[(size_t)t * hidden]);
             continue; /* one row per (token, rank) */
         }
+        for (uint32_t h = 0; partial != NULL && h < hidden; h++) {
+            partial[h] = 0.0f;
+        }
         for (uint32_t p = 0; p < n; p++) {
-            uint32_t local = (uint32_t)(experts[p] - (int64_t)j * L);
-            add_row(inv[(size_t)t * L + local], rows, hidden, &out[(size_t)t * hidden]);
+            int32_t row = inv[(size_t)t * L + (uint32_t)(experts[p] - (int64_t)j * L)];
+            kept += row >= 0;
+            add_row(row, rows, hidden, sum);
+        }
+        if (partial != NULL && kept > 0) {
+            ncclx_ref_mxfp8_quantize_row(partial, hidden, packed);
+            ncclx_ref_mxfp8_dequantize_row(packed, hidden, partial);
+            add_row(0, partial, hidden, &out[(size_t)t * hidden]);
         }
     }
 }
 
-int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
-                         const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
-                         uint32_t hidden, uint32_t rank, float *out)
+/* Both combines: mxfp8 quantizes each destination's partial sums (EXPERT_MAJOR only). */
+static int combine(const char *who, const ncclx_ht_ref_case_t *c,
+                   const ncclx_ht_ref_routing_t *routing, const ncclx_ht_ref_layout_t *layouts,
+                   const float *const *expert_out, uint32_t hidden, uint32_t rank, int mxfp8,
+                   float *out)
 {
-    static const char who[] = "ncclx_ht_ref_combine";
-    int32_t *inv = combine_setup(who, c, routing, layouts, expert_out, rank, out);
+    int32_t *inv;
     const ncclx_ht_ref_routing_t *rt;
+    float *partial = NULL;
+    uint8_t *packed = NULL;
+    if (mxfp8 && (c == NULL || !em(c) || hidden % NCCLX_REF_MXFP8_BLOCK != 0)) {
+        fprintf(stderr, "%s: an EXPERT_MAJOR case and hidden %% %u == 0, please\n", who,
+                NCCLX_REF_MXFP8_BLOCK);
+        return -1;
+    }
+    inv = combine_setup(who, c, routing, layouts, expert_out, rank, out);
     if (inv == NULL) {
         return -1;
+    }
+    if (mxfp8) {
+        partial = malloc((size_t)hidden * sizeof(float));
+        packed = malloc(ncclx_ref_mxfp8_row_bytes(hidden));
+        if (partial == NULL || packed == NULL) {
+            fprintf(stderr, "%s: no memory\n", who);
+            free(partial);
+            free(packed);
+            free(inv);
+            return -1;
+        }
     }
     rt = &routing[rank];
     for (size_t i = 0; i < (size_t)rt->num_tokens * hidden; i++) {
@@ -423,13 +457,34 @@ int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
         if (invert_layout(c, &layouts[j], rank, rt->num_tokens, inv) != 0 ||
             (layouts[j].rows > 0 && expert_out[j] == NULL)) {
             fprintf(stderr, "%s: layouts[%u] or expert_out[%u]: not of this case\n", who, j, j);
+            free(partial);
+            free(packed);
             free(inv);
             return -1;
         }
-        combine_from(c, rt, inv, j, expert_out[j], hidden, out);
+        combine_from(c, rt, inv, j, expert_out[j], hidden, partial, packed, out);
     }
+    free(partial);
+    free(packed);
     free(inv);
     return 0;
+}
+
+int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
+                         const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
+                         uint32_t hidden, uint32_t rank, float *out)
+{
+    return combine("ncclx_ht_ref_combine", c, routing, layouts, expert_out, hidden, rank, 0, out);
+}
+
+int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c,
+                               const ncclx_ht_ref_routing_t *routing,
+                               const ncclx_ht_ref_layout_t *layouts,
+                               const float *const *expert_out, uint32_t hidden, uint32_t rank,
+                               float *out)
+{
+    return combine("ncclx_ht_ref_combine_mxfp8", c, routing, layouts, expert_out, hidden, rank, 1,
+                   out);
 }
 
 /* Entry k's gradient from destination j (0.0f when it has none there). */

@@ -105,6 +105,20 @@ int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
                          uint32_t hidden, uint32_t rank, float *out);
 
 /**
+ * The MXFP8 combine (NCCLX_EP_RECIPE_MXFP8) of rank `rank`, EXPERT_MAJOR cases only, hidden a
+ * multiple of 32: for each destination j in ascending order, the token's kept rows on j are
+ * summed in float from 0.0f (ascending expert), the sum is quantized and dequantized with
+ * tests/ref/ep_mxfp8_ref.h's row functions, and the result is added to out[t] (from 0.0f); a
+ * destination holding no kept row of the token adds nothing.  Arguments as
+ * ncclx_ht_ref_combine; 0 on success, -1 on bad arguments (a FLAT case too) or no memory.
+ */
+int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c,
+                               const ncclx_ht_ref_routing_t *routing,
+                               const ncclx_ht_ref_layout_t *layouts,
+                               const float *const *expert_out, uint32_t hidden, uint32_t rank,
+                               float *out);
+
+/**
  * Backward combine's weight gradients of rank `rank`: out_w[t, k] = grad_w[j] of the row and
  * position that dispatch wrote entry k's weight to (FLAT grad_w[j] [S, K]: [row, position of
  * the expert among the token's experts on j]; EXPERT_MAJOR grad_w[j] [S]: [row]), where j

@@ -877,6 +877,59 @@ static void test_large_case(void **state)
     free(idx);
 }
 
+/* ---- MXFP8 combine: a rank's rows of a token are summed, then quantized once ---- */
+
+/* R=2, E=4 (L=2), hidden 32, EXPERT_MAJOR; rank 0's token 0 lists experts 0 and 1 (both on
+ * rank 0), token 1 lists 0 and 2 (rank 0 and rank 1).  Expert 0's rows are A = [1, 0, ...],
+ * experts 1 and 2's rows B = [0.0625, 300, 0, ...].  Worked by hand (E4M3 keeps 3 fraction
+ * bits; a block's scale is the power of two 2^(e - 127) >= amax / 448):
+ *  token 0: one sum on rank 0, A + B = [1.0625, 300]: amax 300, scale 2^0; 1.0625 lies half
+ *           way between 1 and 1.125 and goes to the even code, 1; 300 goes to 288 (codes 288
+ *           and 320 around it).  out = [1, 288].
+ *  token 1: rank 0 sends A alone (scale 2^-8: 1 is exact), rank 1 sends B (scale 2^0: 0.0625
+ *           exact, 300 -> 288).  out = [1.0625, 288].
+ * The plain combine gives [1.0625, 300] for token 0. */
+static void test_mxfp8_combine_by_hand(void **state)
+{
+    enum { H = 32 };
+    static float rows[2][4 * H];
+    static float out[2 * H];
+    const float *expert_out[2] = {rows[0], rows[1]};
+    (void)state;
+    make_fixture(&fx, 2, 4, 2, 0, 2, NCCLX_EP_LAYOUT_EXPERT_MAJOR, (const uint32_t[]){2, 0});
+    fx.idx[0][0] = 0;
+    fx.idx[0][1] = 1;
+    fx.idx[0][2] = 0;
+    fx.idx[0][3] = 2;
+    route_all(&fx);
+    memset(rows, 0, sizeof(rows));
+    for (uint32_t j = 0; j < 2; j++) {
+        for (uint32_t row = 0; row < fx.lay[j].rows; row++) {
+            const int expert = (int)j * 2 + fx.lay[j].row_expert[row];
+            if (fx.lay[j].row_source[row] < 0) {
+                continue;
+            }
+            rows[j][row * H] = expert == 0 ? 1.0f : 0.0625f;
+            rows[j][row * H + 1] = expert == 0 ? 0.0f : 300.0f;
+        }
+    }
+    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), 0);
+    assert_true(out[0] == 1.0f && out[1] == 288.0f);
+    assert_true(out[H] == 1.0625f && out[H + 1] == 288.0f);
+    for (uint32_t h = 2; h < H; h++) {
+        assert_true(out[h] == 0.0f && out[H + h] == 0.0f);
+    }
+    assert_int_equal(ncclx_ht_ref_combine(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), 0);
+    assert_true(out[0] == 1.0625f && out[1] == 300.0f);
+    /* Refused: hidden not a multiple of 32, and FLAT. */
+    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, 16, 0, out), -1);
+    free_all(&fx);
+    make_fixture(&fx, 2, 4, 2, 0, 2, NCCLX_EP_LAYOUT_FLAT, (const uint32_t[]){2, 0});
+    route_all(&fx);
+    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), -1);
+    free_all(&fx);
+}
+
 static void test_bad_arguments(void **state)
 {
     ncclx_ht_ref_layout_t l;
@@ -921,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_empty_ranks),
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_large_case),
+        cmocka_unit_test(test_mxfp8_combine_by_hand),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,7 @@
  * good value is still accepted, so that an over-strict check fails as well.
  *
  * What this release does not implement (an HT group on a team spanning several load/store
- * domains, the MXFP8 recipe on an HT group, M2N staging) is checked all the same, and a plan
+ * domains, M2N staging) is checked all the same, and a plan
  * whose fields are all valid but that asks for it is refused with ncclxUnsupported (after every
  * field check, so a bad field is still named first).  An HT group inside one load/store team
  * validates like an LL group.
@@ -49,7 +49,7 @@ typedef struct {
 
 /* The bases (see make_ll/make_ht): 256 experts on 8 ranks (one load/store team), hidden 7168,
  * top-8.  LL carries BF16 + FP4x2 tokens and the FP8 recipe; HT carries BF16 + FP8 tokens and
- * QUANT_FWD (MXFP8 on HT is refused as not implemented: test_unimplemented_refused).  Hidden
+ * QUANT_FWD (the MXFP8 combine's own rules: test_mxfp8_plan_rules).  Hidden
  * values are picked so exactly one rule breaks: 7169 (BF16 row not 16 bytes), 7184 (FP4 row
  * of 3592 bytes: not 16-byte; fine for BF16/FP8), 7200 and 7232 (multiples of 32 and 64, not
  * of 128), 7176 (FP8 row of 7176 bytes).  max_topk is bounded by 16 for LL, 32 for HT. */
@@ -218,8 +218,7 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
 #define NOT_IMPLEMENTED "is not implemented in this release"
 
 /* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
- * HT group on a team of several load/store domains or with MXFP8 (the group named), or M2N
- * staging.  A NULL team is 1 rank: one load/store team. */
+ * HT group on a team of several load/store domains (the group named), or M2N staging.  A NULL team is 1 rank: one load/store team. */
 static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
 {
     char needle[96];
@@ -228,14 +227,11 @@ static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
         if (f->groups[i].algorithm != NCCLX_EP_ALGO_HT) {
             continue;
         }
-        if (!one_lsa_team) {
-            snprintf(needle, sizeof(needle),
-                     "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of", i);
-        } else if (f->groups[i].recipes & NCCLX_EP_RECIPE_MXFP8) {
-            snprintf(needle, sizeof(needle), "plan.ep_groups[%u]->recipes=0x", i);
-        } else {
+        if (one_lsa_team) {
             continue;
         }
+        snprintf(needle, sizeof(needle),
+                 "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of", i);
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, needle);
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
         return;
@@ -320,16 +316,57 @@ static void test_valid_plans(void **state)
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
-/* What this release still refuses (an HT group across load/store domains or with MXFP8, M2N
- * staging): refused by every public entry point, naming the field, once the plan is otherwise
+/* What this release still refuses (an HT group across load/store domains, M2N staging): refused by every public entry point, naming the field, once the plan is otherwise
  * valid; nothing is sized. */
+/* The MXFP8 combine on an HT group: accepted with expert-major BF16 rows, a dispatch recipe
+ * and hidden % 32 == 0; each missing piece refused, naming its field; sized like any HT group
+ * plus each handle's row links (S int32 + S bytes, 16-byte aligned pieces). */
+static void test_mxfp8_plan_rules(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t plain = NCCLX_PLAN_SIZES_INIT, mx = NCCLX_PLAN_SIZES_INIT;
+    (void)state;
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &plain));
+    f.groups[1].recipes |= NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &mx));
+    {
+        /* S = R T = 8 * 4096 rows: S * 4 + S bytes more per handle (both 256-byte multiples),
+         * num_handles handles; nothing else changes. */
+        const uint64_t S = 8u * 4096u, per_handle = S * 4 + S;
+        assert_int_equal(mx.total[NCCLX_MEM_DEVICE] - plain.total[NCCLX_MEM_DEVICE],
+                         per_handle * f.groups[1].num_handles);
+        assert_int_equal(mx.total[NCCLX_MEM_SYMMETRIC], plain.total[NCCLX_MEM_SYMMETRIC]);
+        assert_int_equal(mx.total[NCCLX_MEM_MAPPED_HOST], plain.total[NCCLX_MEM_MAPPED_HOST]);
+    }
+    f.groups[1].hidden = 7184; /* BF16 and FP8 rows are 16-byte multiples, not a multiple of 32 */
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->hidden=7184: the MXFP8 recipe needs a multiple of 32");
+    f.groups[1].hidden = 7200;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[1].recipes = NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->recipes=0x8: MXFP8 is a combine recipe");
+    f.groups[1].recipes = NCCLX_EP_RECIPE_MXFP8 | NCCLX_EP_RECIPE_QUANT_FWD;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[1].layouts = FLAT;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->layouts=0x4: the MXFP8 combine works on expert-major");
+    f.groups[1].layouts = EXPERT;
+    f.groups[1].token_dtypes = FP8;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[1]->token_dtypes=0x");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "the MXFP8 combine takes BF16 expert outputs");
+}
+
 static void test_unimplemented_refused(void **state)
 {
     fixture_t f;
     ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
     ncclxPlanSizes_t before;
     char buf[256] = {0};
-    char needle[128];
     FILE *out;
     (void)state;
     memcpy(&before, &sizes, sizeof(before));
@@ -370,26 +407,6 @@ static void test_unimplemented_refused(void **state)
     f.groups[1].num_handles = 0;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[1]->num_handles=0");
-
-    /* MXFP8 on an HT group (one load/store team): its hidden rule is checked first. */
-    make_fixture(&f, 2, BASE_LL, BASE_HT);
-    f.groups[1].recipes |= NCCLX_EP_RECIPE_MXFP8;
-    snprintf(needle, sizeof(needle),
-             "plan.ep_groups[1]->recipes=0x%x: the MXFP8 HT combine " NOT_IMPLEMENTED,
-             f.groups[1].recipes);
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported, needle);
-    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.ep_groups[1]->recipes=");
-    assert_memory_equal(&before, &sizes, sizeof(sizes));
-    f.groups[1].hidden = 7184; /* BF16 and FP8 rows are 16-byte multiples, not a multiple of 32 */
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
-                       "plan.ep_groups[1]->hidden=7184: the MXFP8 recipe needs a multiple of 32");
-    f.groups[1].hidden = 7200;
-    f.groups[1].recipes = NCCLX_EP_RECIPE_QUANT_FWD;
-    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-    f.groups[1].recipes = NCCLX_EP_RECIPE_MXFP8 | NCCLX_EP_RECIPE_QUANT_FWD;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[1]->recipes=0xa");
 
     /* M2N staging, with or without EP groups (an HT group too); 0 is the only accepted value. */
     make_fixture(&f, 1, BASE_LL, BASE_LL);
@@ -557,6 +574,7 @@ int main(void)
 {
     const struct CMUnitTest fixed[] = {
         cmocka_unit_test(test_valid_plans),        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_mxfp8_plan_rules),
         cmocka_unit_test(test_second_group_named), cmocka_unit_test(test_null_pointers),
         cmocka_unit_test(test_host_block),         cmocka_unit_test(test_topk_above_experts),
         cmocka_unit_test(test_recv_rows_limit),    cmocka_unit_test(test_sizes_untouched_on_error),
