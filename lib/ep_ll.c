@@ -563,12 +563,6 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
                            "NCCLX_EP_PASS_FORWARD, no out_topk_weights)",
                            a.pass != NCCLX_EP_PASS_FORWARD ? "pass" : "out_topk_weights");
     }
-    if (a.recipe != NCCLX_EP_RECIPE_NONE) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpCombine: args->recipe=0x%x: an LL combine takes "
-                           "NCCLX_EP_RECIPE_NONE (MXFP8 is an HT expert-major combine)",
-                           a.recipe);
-    }
     NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
     NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_COMBINE, stream, "ncclxEpCombine"));

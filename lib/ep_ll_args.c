@@ -197,6 +197,12 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     if (a->send_only > 1) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpCombine: args->send_only must be 0 or 1");
     }
+    if (a->recipe != NCCLX_EP_RECIPE_NONE) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->recipe=0x%x: an LL combine takes "
+                           "NCCLX_EP_RECIPE_NONE (MXFP8 is an HT expert-major combine)",
+                           a->recipe);
+    }
     ncclx_out_shape(h, p->hidden, shape);
     NCCLX_CHECK(ncclx_tensor_check(&a->expert_out, "ncclxEpCombine: args->expert_out", allowed, 3,
                                    shape, ncclx_out_why(h)));

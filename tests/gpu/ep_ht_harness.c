@@ -6,6 +6,7 @@
  */
 #include "ep_ht_harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,9 @@ void ht_open(ht_run_t *run, const ht_case_t *c)
         t->group_plan.max_token_bytes = 0;
         t->group_plan.max_scale_bytes = 0;
     }
+    if (c->mxfp8) {
+        t->group_plan.recipes |= NCCLX_EP_RECIPE_MXFP8;
+    }
     t->group_plan.max_recv_tokens_per_rank = c->recv;
     t->group_plan.expert_alignment = c->alignment;
     t->group_plan.overflow_policy = c->drop ? NCCLX_EP_OVERFLOW_DROP : NCCLX_EP_OVERFLOW_TRAP;
@@ -257,6 +261,32 @@ void ht_set_routing(ht_run_t *run)
 }
 
 /* Draws routing, weights, tokens, gradients and expert outputs; uploads; routes the reference. */
+/* An expert output for the MXFP8 combine, element i (blocks of 32): each block draws a kind
+ * (all zero, tiny values around 2^-135 that sum to subnormal scales, huge values, one +Inf
+ * (never -Inf: sums stay free of NaN), or a wide spread over 2^-20 .. 2^20), so that codes
+ * and scales across the range are exercised; rounded to BF16 by the caller. */
+static float mx_value(size_t i)
+{
+    static int kind;
+    const float m = ((float)ep_rand_below(256) - 128.0f) / 64.0f;
+    if (i % 32 == 0) {
+        const uint32_t d = ep_rand_below(64);
+        kind = d < 4 ? 0 : d < 8 ? 1 : d < 11 ? 2 : d < 13 ? 3 : 4;
+    }
+    switch (kind) {
+    case 0:
+        return 0.0f;
+    case 1:
+        return ldexpf(m, -128 - (int)ep_rand_below(12));
+    case 2:
+        return ldexpf(m, 100 + (int)ep_rand_below(20));
+    case 3:
+        return ep_rand_below(32) == 0 ? INFINITY : m;
+    default:
+        return ldexpf(m, (int)ep_rand_below(41) - 20);
+    }
+}
+
 void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int keep_counts)
 {
     const ht_case_t *c = &run->c;
@@ -296,12 +326,13 @@ void ht_fill(ht_run_t *run, ht_draw_t draw, uint32_t empty_ranks, int keep_count
         for (size_t i = 0; i < (size_t)x->n * 16; i++) {
             x->scales[i] = (uint8_t)ep_rand_below(256);
         }
-        /* Expert outputs: multiples of 1/64 in [-2, 2), exact in every dtype. */
+        /* Expert outputs: multiples of 1/64 in [-2, 2), exact in every dtype; MXFP8: see
+         * mx_value. */
         const ncclxDataType_t cd = c->quant ? NCCLX_BFLOAT16 : c->dtype;
         for (size_t i = 0; i < (size_t)run->S * c->hidden; i++) {
-            const float v = ((float)ep_rand_below(256) - 128.0f) / 64.0f;
+            const float v = c->mxfp8 ? mx_value(i) : ((float)ep_rand_below(256) - 128.0f) / 64.0f;
             from_float(v, x->expert_out + i * dtype_size(cd), cd);
-            x->expert_out_f[i] = v;
+            x->expert_out_f[i] = to_float(x->expert_out + i * dtype_size(cd), cd);
         }
         /* Weight gradients in: arbitrary values, checked where combine puts them. */
         for (size_t i = 0; i < (size_t)run->S * K; i++) {
@@ -363,6 +394,7 @@ ncclxEpCombineArgs_t ht_combine_args(const ht_run_t *run, uint32_t r, int backwa
     const ncclxDataType_t cd = run->c.quant ? NCCLX_BFLOAT16 : run->c.dtype;
     ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
     a.pass = backward ? NCCLX_EP_PASS_BACKWARD : NCCLX_EP_PASS_FORWARD;
+    a.recipe = run->c.mxfp8 ? NCCLX_EP_RECIPE_MXFP8 : NCCLX_EP_RECIPE_NONE;
     a.expert_out = tensor2(x->d_expert_out, cd, run->S, run->c.hidden);
     a.out = tensor2(x->d_out, cd, x->n, run->c.hidden);
     if (backward) {
@@ -582,8 +614,12 @@ void ht_check_combine(ht_run_t *run, int backward)
     }
     for (uint32_t r = 0; r < run->R; r++) {
         ht_rank_t *x = &run->r[r];
-        assert_int_equal(
-            ncclx_ht_ref_combine(&run->rc, run->routing, run->lay, eo, (uint32_t)H, r, want), 0);
+        assert_int_equal(run->c.mxfp8 ? ncclx_ht_ref_combine_mxfp8(&run->rc, run->routing,
+                                                                    run->lay, eo, (uint32_t)H, r,
+                                                                    want)
+                                       : ncclx_ht_ref_combine(&run->rc, run->routing, run->lay, eo,
+                                                              (uint32_t)H, r, want),
+                         0);
         assert_cuda_ok(cudaMemcpy(x->got_out, x->d_out, (size_t)run->c.tokens * run->crow,
                                   cudaMemcpyDeviceToHost));
         for (size_t t = 0; t < x->n; t++) {

@@ -25,6 +25,8 @@ typedef struct {
     uint32_t layout;    /* FLAT or EXPERT_MAJOR */
     uint32_t drop, global_ids, quant;
     uint32_t zero_copy; /* out_tokens and expert_out are the group's buffers (BF16/FP16 only) */
+    uint32_t mxfp8;     /* combine with NCCLX_EP_RECIPE_MXFP8 (BF16, EXPERT_MAJOR); expert
+                           outputs then span many binades, with zero, tiny and infinite blocks */
     ncclxDataType_t dtype, idx_dtype, count_dtype;
 } ht_case_t;
 

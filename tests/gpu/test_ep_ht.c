@@ -6,8 +6,8 @@
  * is compared element by element with the CPU reference (tests/ref/ep_ht_ref.h), bit for bit,
  * on fresh random data, with the outputs poisoned (0xff) first: rows past the delivered ones
  * must still be poison.  Also: overflow under DROP and TRAP, out-of-range expert ids, repeated
- * experts, empty ranks, graph replays with new routing each replay, and allocator counters at
- * zero after setup.  TEST_SEED replays a run; TEST_HT_REPLAYS sets the replays (default 100);
+ * experts, empty ranks, the MXFP8 combine, graph replays with new routing each replay, and
+ * allocator counters at zero after setup.  TEST_SEED replays a run; TEST_HT_REPLAYS sets the replays (default 100);
  * TEST_FILTER=pattern runs the matching tests alone.
  */
 #include <stdio.h>
@@ -98,6 +98,40 @@ static void test_drop(void **state)
         c.experts = 64;
         ht_case(&c, HT_RANDOM, 0, 1);
     }
+}
+
+/* The MXFP8 combine (expert-major, BF16) against the reference's quantize-per-rank sums, bit
+ * for bit, forward and backward: teams of 1 to 8 ranks and the real communicator, a hidden of
+ * three blocks (lanes left idle), long chains (top-8 over few ranks, repeated experts), and
+ * drops (a dropped row leaves its token's other rows on that rank to be summed). */
+static void test_mxfp8_combine(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_mxfp8_combine");
+    const uint32_t ranks[] = {0, 1, 2, 4, 8};
+    for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+        ht_case_t c = base_case(ranks[i], NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+        const uint32_t R = ranks[i] == 0 ? 1 : ranks[i];
+        c.mxfp8 = 1;
+        c.alignment = i % 2 ? 4 : 1;
+        c.recv = R * c.tokens * c.topk + c.experts * c.alignment;
+        ht_case(&c, HT_RANDOM, 0, 2);
+    }
+    ht_case_t c = base_case(2, NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+    c.mxfp8 = 1;
+    c.hidden = 96;
+    c.topk = 8;
+    c.experts = 32;
+    c.recv = 2 * c.tokens * c.topk;
+    ht_case(&c, HT_RANDOM, 0, 1);
+    ht_case(&c, HT_REPEATS, 0x2, 1);
+    c = base_case(4, NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+    c.mxfp8 = 1;
+    c.drop = 1;
+    c.recv = 40;
+    c.alignment = 8;
+    ht_case(&c, HT_HOT, 0, 2);
+    ht_case(&c, HT_RANDOM, 0, 1);
 }
 
 static void test_singleton(void **state)
@@ -235,15 +269,18 @@ static void test_graph_replay(void **state)
     ep_rng_reset("test_graph_replay");
     const char *env = getenv("TEST_HT_REPLAYS");
     const int replays = env != NULL ? atoi(env) : 100;
-    /* (layout, ranks): both layouts on 4 ranks, then expert-major on 8 and flat on 2. */
-    const uint32_t cases[4][2] = {{NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4},
-                                  {NCCLX_EP_LAYOUT_FLAT, 4},
-                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 8},
-                                  {NCCLX_EP_LAYOUT_FLAT, 2}};
-    for (int k = 0; k < 4; k++) {
+    /* (layout, ranks, MXFP8 combine): both layouts on 4 ranks, then expert-major on 8 and
+     * flat on 2, then the MXFP8 combine on 4 (its row links are routed inside the graph). */
+    const uint32_t cases[5][3] = {{NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 0},
+                                  {NCCLX_EP_LAYOUT_FLAT, 4, 0},
+                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 8, 0},
+                                  {NCCLX_EP_LAYOUT_FLAT, 2, 0},
+                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 1}};
+    for (int k = 0; k < 5; k++) {
         const uint32_t layout = cases[k][0], ranks = cases[k][1];
         ht_run_t *run = hmalloc(sizeof(*run));
         ht_case_t c = base_case(ranks, layout);
+        c.mxfp8 = cases[k][2];
         c.recv = ranks * c.tokens * c.topk + c.experts * 4;
         c.alignment = 4;
         cudaGraphExec_t exec[EP_MAX_RANKS];
@@ -255,7 +292,8 @@ static void test_graph_replay(void **state)
         ht_route(run);
         ep_team_sync(&run->team);
         ht_capture(run, 1, exec);
-        printf("# %s graphs captured\n", layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major");
+        printf("# %s%s graphs captured\n", layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major",
+               c.mxfp8 ? " MXFP8" : "");
         fflush(stdout);
         lib_allocs = 0;
         for (int i = 0; i < replays; i++) {
@@ -270,9 +308,9 @@ static void test_graph_replay(void **state)
             ht_check_dispatch(run, 0);
             ht_check_combine(run, 0);
             if (i == 0 || i + 1 == replays) {
-                printf("# %s on %u ranks: graph replay %d of %d checked\n",
-                       layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major", ranks, i + 1,
-                       replays);
+                printf("# %s%s on %u ranks: graph replay %d of %d checked\n",
+                       layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major",
+                       c.mxfp8 ? " MXFP8" : "", ranks, i + 1, replays);
                 fflush(stdout);
             }
         }
@@ -625,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_topk_and_dtypes),
         cmocka_unit_test(test_repeats_bad_ids_empty_ranks),
         cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_mxfp8_combine),
         cmocka_unit_test(test_singleton),
         cmocka_unit_test(test_quant_fwd),
         cmocka_unit_test(test_trap),

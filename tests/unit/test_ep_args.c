@@ -269,6 +269,14 @@ static void test_broken_combine_fields(void **state)
                        "args->out.shape[0]");
     a.out.shape[0] = T;
     assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+    /* The MXFP8 combine is HT's: an LL combine takes RECIPE_NONE alone. */
+    a.recipe = NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &c), ncclxInvalidArgument,
+                       "ncclxEpCombine: args->recipe=0x8: an LL combine takes "
+                       "NCCLX_EP_RECIPE_NONE");
+    a.recipe = NCCLX_EP_RECIPE_FP8;
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &c), ncclxInvalidArgument,
+                       "args->recipe=0x4");
 }
 
 /* Combine moves 16-byte pieces: a hidden whose BF16 rows are not 16-byte multiples (an FP32

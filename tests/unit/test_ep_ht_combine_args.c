@@ -320,6 +320,85 @@ static void test_combine_rows_16_byte_multiples(void **state)
     assert_int_equal(c.dtype, NCCLX_FLOAT32);
 }
 
+/* ---- MXFP8 combine ---- */
+
+/* Accepted on an EXPERT_MAJOR handle with BF16 rows of a group planned with it (forward and
+ * backward); each missing condition refused naming its field, the descriptor untouched. */
+static void test_mxfp8_recipe(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_combine_desc_t d, before;
+    make_fixture(&f, EM);
+    f.group.plan.recipes |= NCCLX_EP_RECIPE_MXFP8;
+    replan(&f);
+    assert_int_equal(f.group.dims.mxfp8_combine, 1);
+    for (uint32_t pass = FWD; pass <= BWD; pass++) {
+        ncclxEpCombineArgs_t a = valid_combine(&f, pass, NCCLX_BFLOAT16);
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        assert_int_equal(d.mxfp8, 0);
+        a.recipe = NCCLX_EP_RECIPE_MXFP8;
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        assert_int_equal(d.mxfp8, 1);
+        assert_int_equal(d.backward, pass == BWD);
+        assert_int_equal(d.row_bytes, H * 2);
+    }
+    ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
+    memset(&d, 0x5a, sizeof(d));
+    before = d;
+    a.recipe = QUANT;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "ncclxEpCombine: args->recipe=0x2: an HT combine takes "
+                       "NCCLX_EP_RECIPE_NONE or NCCLX_EP_RECIPE_MXFP8");
+    a.recipe = NCCLX_EP_RECIPE_MXFP8 | NONE;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->recipe=0x9");
+    a.recipe = NCCLX_EP_RECIPE_MXFP8;
+    a.expert_out.dtype = a.out.dtype = NCCLX_FLOAT16;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->expert_out.dtype=1: the MXFP8 combine takes BF16 rows");
+    a.expert_out.dtype = a.out.dtype = NCCLX_BFLOAT16;
+    f.handle.ht.expert_major = 0;
+    f.handle.config.layout = FLAT;
+    f.handle.index = 3;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->recipe=NCCLX_EP_RECIPE_MXFP8 needs an EXPERT_MAJOR handle; handle "
+                       "3 is FLAT");
+    f.handle.ht.expert_major = 1;
+    f.handle.config.layout = EM;
+    f.group.plan.recipes = NONE | QUANT;
+    f.group.index = 2;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->recipe=NCCLX_EP_RECIPE_MXFP8 is not in EP group 2's plan recipes "
+                       "0x3");
+    assert_memory_equal(&d, &before, sizeof(d));
+}
+
+/* Zero copy (expert_out = the group's combine rows) is refused with MXFP8: the stage writes a
+ * token's packed row over rows it is still reading.  Without MXFP8 the same args are in place. */
+static void test_mxfp8_refuses_zero_copy(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_combine_desc_t d;
+    make_fixture(&f, EM);
+    f.group.plan.recipes = NONE | NCCLX_EP_RECIPE_MXFP8;
+    f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
+    f.group.plan.max_token_bytes = 0;
+    f.group.plan.max_scale_bytes = 0;
+    replan(&f);
+    assert_int_equal(f.group.dims.combine_slot_bytes, H * 2);
+    f.group.ht_combine_rows = PTR(40);
+    ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
+    a.expert_out.data = f.group.ht_combine_rows;
+    assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.in_place, 1);
+    a.recipe = NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->expert_out is the group's combine rows (zero copy), which the "
+                       "MXFP8 combine overwrites");
+}
+
 /* ---- 4. handle config ---- */
 
 static void test_config_checks(void **state)
@@ -388,6 +467,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_broken_combine_field),
         cmocka_unit_test(test_combine_rows_16_byte_multiples),
+        cmocka_unit_test(test_mxfp8_recipe),
+        cmocka_unit_test(test_mxfp8_refuses_zero_copy),
         cmocka_unit_test(test_config_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
