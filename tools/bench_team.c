@@ -64,6 +64,7 @@ static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
     g->enable_mask = o->mask != 0;
     if (o->algo == NCCLX_EP_ALGO_HT) {
         g->layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+        g->recipes = NCCLX_EP_RECIPE_NONE | (o->recipe & NCCLX_EP_RECIPE_MXFP8);
         g->max_recv_tokens_per_rank = o->recv;
         g->expert_alignment = o->alignment;
     }
@@ -419,6 +420,7 @@ static int bench_ht_combine(const bench_team_t *t, bench_rank_t *r)
     const bench_options_t *o = &t->o;
     const int64_t n = t->tokens, H = o->hidden, K = o->topk;
     a.pass = o->pass;
+    a.recipe = o->recipe == NCCLX_EP_RECIPE_MXFP8 ? NCCLX_EP_RECIPE_MXFP8 : NCCLX_EP_RECIPE_NONE;
     a.expert_out = bench_tensor(r->expert_out, o->dtype, 2, t->recv_rows, H, 0);
     a.out = bench_tensor(r->out, o->dtype, 2, n, H, 0);
     if (o->pass == NCCLX_EP_PASS_BACKWARD) {

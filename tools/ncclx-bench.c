@@ -32,8 +32,10 @@ static void usage(FILE *out)
             "  --topk N            top-k (8; at most 16 / 32)\n"
             "  --experts N         global experts, divisible by the ranks (256)\n"
             "  --dtype T           bf16 (default), fp16 or fp32: tokens and expert outputs\n"
-            "  --recipe R          none (default) or fp8 (ll only: BF16 in, E4M3 + scales on\n"
-            "                      the wire)\n"
+            "  --recipe R          none (default); fp8 (ll only: BF16 in, E4M3 + scales on\n"
+            "                      the wire); mxfp8 (ht expert-major bf16 only: the combine\n"
+            "                      sends E4M3 + one E8M0 scale per 32 elements; --check then\n"
+            "                      bounds the error instead of matching bits)\n"
             "  --pass P            ht: fwd (default) or bwd (backward dispatch and combine)\n"
             "  --recv N            ht: receive rows per rank S (flat: the plan's default,\n"
             "                      ranks x tokens; expert: the most any rank needs with this\n"
@@ -103,8 +105,10 @@ static int parse_choice(int c, const char *arg, bench_options_t *o)
     static const char *const layouts[] = {"expert", "rank", "flat"};
     static const uint32_t layout_values[] = {NCCLX_EP_LAYOUT_EXPERT_MAJOR,
                                              NCCLX_EP_LAYOUT_RANK_MAJOR, NCCLX_EP_LAYOUT_FLAT};
-    static const char *const dtypes[] = {"bf16", "fp16", "fp32"}, *const recipes[] = {"none",
-                                                                                      "fp8"};
+    static const char *const dtypes[] = {"bf16", "fp16", "fp32"};
+    static const char *const recipes[] = {"none", "fp8", "mxfp8"};
+    static const uint32_t recipe_values[] = {NCCLX_EP_RECIPE_NONE, NCCLX_EP_RECIPE_FP8,
+                                             NCCLX_EP_RECIPE_MXFP8};
     static const ncclxDataType_t dtype_values[] = {NCCLX_BFLOAT16, NCCLX_FLOAT16, NCCLX_FLOAT32};
     int i;
     switch (c) {
@@ -133,10 +137,10 @@ static int parse_choice(int c, const char *arg, bench_options_t *o)
         o->dtype = dtype_values[i];
         return 1;
     default: /* 'r' */
-        if (!parse_word("recipe", arg, recipes, 2, &i)) {
+        if (!parse_word("recipe", arg, recipes, 3, &i)) {
             return 0;
         }
-        o->recipe = i == 0 ? NCCLX_EP_RECIPE_NONE : NCCLX_EP_RECIPE_FP8;
+        o->recipe = recipe_values[i];
         return 1;
     }
 }
@@ -215,6 +219,9 @@ static int check_ll_options(bench_options_t *o, const given_t *given)
     if (o->recipe == NCCLX_EP_RECIPE_FP8 && o->dtype != NCCLX_BFLOAT16) {
         return refuse("--recipe fp8 takes --dtype bf16 tokens");
     }
+    if (o->recipe == NCCLX_EP_RECIPE_MXFP8) {
+        return refuse("--recipe mxfp8 is an HT combine (--algo ht --layout expert)");
+    }
     return 1;
 }
 
@@ -229,6 +236,12 @@ static int check_ht_options(bench_options_t *o, const given_t *given)
     }
     if (o->recipe == NCCLX_EP_RECIPE_FP8) {
         return refuse("--recipe fp8 is LL only: HT moves tokens in their own dtype");
+    }
+    if (o->recipe == NCCLX_EP_RECIPE_MXFP8 &&
+        (o->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR || o->dtype != NCCLX_BFLOAT16 ||
+         o->zero_copy || o->hidden % 32 != 0)) {
+        return refuse("--recipe mxfp8 needs --layout expert, --dtype bf16, a hidden multiple "
+                      "of 32, and no --zero-copy");
     }
     if (o->mask) {
         return refuse("--mask is LL only: HT groups have no active mask");
@@ -327,10 +340,13 @@ static int print_ht_config(const bench_team_t *t)
     theirs =
         bench_ht_nccl_ep_bytes(t->ranks, o->tokens, o->experts, t->recv_rows, t->out_row_bytes);
     printf("# experts %u (%u per rank), hidden %u, top-k %u, layout %s, dtype %s, pass %s, "
-           "seed %" PRIu64 "\n",
+           "combine %s, seed %" PRIu64 "\n",
            o->experts, t->local_experts, o->hidden, o->topk,
            o->layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major", bench_dtype_name(o->dtype),
-           o->pass == NCCLX_EP_PASS_BACKWARD ? "backward" : "forward", o->seed);
+           o->pass == NCCLX_EP_PASS_BACKWARD ? "backward" : "forward",
+           o->recipe == NCCLX_EP_RECIPE_MXFP8 ? "mxfp8 (E4M3 + E8M0 per 32 on the wire)"
+                                              : "in the dtype",
+           o->seed);
     printf("# receive rows per rank S = %u (%s)", t->recv_rows,
            o->recv == 0           ? "the plan's default, ranks x tokens"
            : o->recv_from_routing ? "the most any rank needs with this routing, rounded up"
