@@ -465,13 +465,14 @@ extern "C" cudaError_t ncclx_ep_ht_launch_combine(const ncclx_ep_ht_group_desc_t
 extern "C" cudaError_t ncclx_ep_ht_data_load(void)
 {
     using namespace ncclx::ht;
-    const void *const kernels[] = {reinterpret_cast<const void *>(push_kernel),
-                                   reinterpret_cast<const void *>(copy_out_kernel),
-                                   reinterpret_cast<const void *>(stage_kernel<false>),
-                                   reinterpret_cast<const void *>(stage_kernel<true>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false>),
-                                   reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true>)};
+    const void *const kernels[] = {
+        reinterpret_cast<const void *>(push_kernel),
+        reinterpret_cast<const void *>(copy_out_kernel),
+        reinterpret_cast<const void *>(stage_kernel<false>),
+        reinterpret_cast<const void *>(stage_kernel<true>),
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false>),
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false>),
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false>),
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -26,9 +26,9 @@ namespace ncclx
 namespace ht
 {
 
-constexpr int kMxBlock = 32;        // elements per E8M0 scale
-constexpr int kMxLaneElements = 8;  // BF16 elements per lane per step (16 bytes)
-constexpr int kMxMaxChain = 32;     // a token has at most K <= 32 rows on one rank
+constexpr int kMxBlock = 32;       // elements per E8M0 scale
+constexpr int kMxLaneElements = 8; // BF16 elements per lane per step (16 bytes)
+constexpr int kMxMaxChain = 32;    // a token has at most K <= 32 rows on one rank
 
 // E8M0 code of a block whose absolute maximum is amax >= 0 (NaN already ignored).
 __device__ __forceinline__ unsigned mx_scale_code(float amax)
@@ -90,8 +90,8 @@ __device__ __forceinline__ void mx_stage_token(const ncclx_ep_ht_group_desc_t &g
             acc[i] = 0.0f;
         }
         for (int c = 0; active && c < kMxMaxChain && chain[c] >= 0; c++) {
-            const uint4 v = *reinterpret_cast<const uint4 *>(expert_out + (size_t)chain[c] * row_bytes +
-                                                             (size_t)elem * 2);
+            const uint4 v = *reinterpret_cast<const uint4 *>(
+                expert_out + (size_t)chain[c] * row_bytes + (size_t)elem * 2);
             const __nv_bfloat162 *p = reinterpret_cast<const __nv_bfloat162 *>(&v);
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -139,7 +139,8 @@ __device__ __forceinline__ void mx_reduce_token(const ncclx_ep_ht_group_desc_t &
         }
         for (int s = 0; s < n; s++) {
             const uint2 codes = *reinterpret_cast<const uint2 *>(sources[s] + elem);
-            const unsigned e = reinterpret_cast<const unsigned char *>(sources[s])[H + elem / kMxBlock];
+            const unsigned e =
+                reinterpret_cast<const unsigned char *>(sources[s])[H + elem / kMxBlock];
             const float scale = __uint_as_float(e << 23);
 #pragma unroll
             for (int i = 0; i < 4; i++) {

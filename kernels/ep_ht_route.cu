@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_
 // scan_expert on the sender, so both ends agree on every row.  One block per source: the next
 // row of each local expert stays in shared memory ([L] ints, saturating at S).  It reads the
 // peers' maps, so it runs before the scan kernel tells them that their maps were read.
-__global__ void __launch_bounds__(kThreads) chain_kernel(ncclx_ep_ht_group_desc_t g,
-                                                         ncclx_ep_ht_handle_desc_t h)
+__global__ void __launch_bounds__(kThreads)
+    chain_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h)
 {
     extern __shared__ int next_row[]; // [L]
     __shared__ int warp_hits[kWarps];
@@ -587,7 +587,7 @@ extern "C" cudaError_t ncclx_ep_ht_launch_route(const ncclx_ep_ht_group_desc_t *
     }
     if (h->em_next != nullptr) {
         chain_kernel<<<g->blocks, kThreads, (size_t)g->local_experts * sizeof(int), stream>>>(*g,
-                                                                                         *h);
+                                                                                              *h);
         if ((err = cudaGetLastError()) != cudaSuccess) {
             return err;
         }

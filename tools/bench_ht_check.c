@@ -8,8 +8,8 @@
  * flat ids and weights, expert-major row weights.  Combine: identity experts (expert_out = the
  * received rows as they are), so out[t] = the token times its number of rows, summed in FP32
  * and rounded once: exact (with --recipe mxfp8: within the quantizer's error bound; the GPU
- * tests check those bits against the reference).  Backward combine, fed the forward receive weights as gradients,
- * must return each top-k entry's own weight.
+ * tests check those bits against the reference).  Backward combine, fed the forward receive weights
+ * as gradients, must return each top-k entry's own weight.
  */
 #include <math.h>
 #include <stdio.h>
@@ -279,8 +279,9 @@ static int bench_ht_check_combine(const bench_team_t *t, const bench_inputs_t *i
             if (mxfp8 && c % 32 == 0) {
                 block_max = 0.0;
                 for (size_t i = c; i < c + 32 && i < H; i++) {
-                    block_max = fmax(block_max,
-                                     fabs(bench_token_value(in, r->rank, (uint32_t)tok, (uint32_t)i)));
+                    block_max =
+                        fmax(block_max,
+                             fabs(bench_token_value(in, r->rank, (uint32_t)tok, (uint32_t)i)));
                 }
             }
             /* MXFP8: each rank's partial sum p is off by at most its block's amax / 14 (half

@@ -238,8 +238,8 @@ static int check_ht_options(bench_options_t *o, const given_t *given)
         return refuse("--recipe fp8 is LL only: HT moves tokens in their own dtype");
     }
     if (o->recipe == NCCLX_EP_RECIPE_MXFP8 &&
-        (o->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR || o->dtype != NCCLX_BFLOAT16 ||
-         o->zero_copy || o->hidden % 32 != 0)) {
+        (o->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR || o->dtype != NCCLX_BFLOAT16 || o->zero_copy ||
+         o->hidden % 32 != 0)) {
         return refuse("--recipe mxfp8 needs --layout expert, --dtype bf16, a hidden multiple "
                       "of 32, and no --zero-copy");
     }

@@ -614,11 +614,10 @@ void ht_check_combine(ht_run_t *run, int backward)
     }
     for (uint32_t r = 0; r < run->R; r++) {
         ht_rank_t *x = &run->r[r];
-        assert_int_equal(run->c.mxfp8 ? ncclx_ht_ref_combine_mxfp8(&run->rc, run->routing,
-                                                                    run->lay, eo, (uint32_t)H, r,
-                                                                    want)
-                                       : ncclx_ht_ref_combine(&run->rc, run->routing, run->lay, eo,
-                                                              (uint32_t)H, r, want),
+        assert_int_equal(run->c.mxfp8 ? ncclx_ht_ref_combine_mxfp8(&run->rc, run->routing, run->lay,
+                                                                   eo, (uint32_t)H, r, want)
+                                      : ncclx_ht_ref_combine(&run->rc, run->routing, run->lay, eo,
+                                                             (uint32_t)H, r, want),
                          0);
         assert_cuda_ok(cudaMemcpy(x->got_out, x->d_out, (size_t)run->c.tokens * run->crow,
                                   cudaMemcpyDeviceToHost));

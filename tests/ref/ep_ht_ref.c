@@ -477,11 +477,9 @@ int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
     return combine("ncclx_ht_ref_combine", c, routing, layouts, expert_out, hidden, rank, 0, out);
 }
 
-int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c,
-                               const ncclx_ht_ref_routing_t *routing,
-                               const ncclx_ht_ref_layout_t *layouts,
-                               const float *const *expert_out, uint32_t hidden, uint32_t rank,
-                               float *out)
+int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
+                               const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
+                               uint32_t hidden, uint32_t rank, float *out)
 {
     return combine("ncclx_ht_ref_combine_mxfp8", c, routing, layouts, expert_out, hidden, rank, 1,
                    out);

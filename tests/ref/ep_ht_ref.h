@@ -112,11 +112,9 @@ int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
  * destination holding no kept row of the token adds nothing.  Arguments as
  * ncclx_ht_ref_combine; 0 on success, -1 on bad arguments (a FLAT case too) or no memory.
  */
-int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c,
-                               const ncclx_ht_ref_routing_t *routing,
-                               const ncclx_ht_ref_layout_t *layouts,
-                               const float *const *expert_out, uint32_t hidden, uint32_t rank,
-                               float *out);
+int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
+                               const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
+                               uint32_t hidden, uint32_t rank, float *out);
 
 /**
  * Backward combine's weight gradients of rank `rank`: out_w[t, k] = grad_w[j] of the row and

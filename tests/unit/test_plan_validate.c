@@ -218,7 +218,8 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
 #define NOT_IMPLEMENTED "is not implemented in this release"
 
 /* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
- * HT group on a team of several load/store domains (the group named), or M2N staging.  A NULL team is 1 rank: one load/store team. */
+ * HT group on a team of several load/store domains (the group named), or M2N staging.  A NULL team
+ * is 1 rank: one load/store team. */
 static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
 {
     char needle[96];
@@ -316,8 +317,9 @@ static void test_valid_plans(void **state)
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
-/* What this release still refuses (an HT group across load/store domains, M2N staging): refused by every public entry point, naming the field, once the plan is otherwise
- * valid; nothing is sized. */
+/* What this release still refuses (an HT group across load/store domains, M2N staging): refused by
+ * every public entry point, naming the field, once the plan is otherwise valid; nothing is sized.
+ */
 /* The MXFP8 combine on an HT group: accepted with expert-major BF16 rows, a dispatch recipe
  * and hidden % 32 == 0; each missing piece refused, naming its field; sized like any HT group
  * plus each handle's row links (S int32 + S bytes, 16-byte aligned pieces). */
@@ -573,11 +575,15 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_valid_plans),        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_valid_plans),
+        cmocka_unit_test(test_unimplemented_refused),
         cmocka_unit_test(test_mxfp8_plan_rules),
-        cmocka_unit_test(test_second_group_named), cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),         cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_rows_limit),    cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_second_group_named),
+        cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),
+        cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),
+        cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
