@@ -6,8 +6,8 @@
 # On a machine with a GPU (after a build in BUILD_DIR): every HT row that docs/performance.md
 # records, on a loopback team of 8 ranks, DeepSeek-V3 prefill (4096 tokens per rank, hidden
 # 7168, top-8, 256 experts, BF16), each checked: flat and expert-major, forward and backward,
-# eager and graph, with the caller's buffers and zero copy; then the LL graph row (the
-# regression check) and the PyTorch baseline when torch is there.  One table row per run on
+# eager and graph, with the caller's buffers and zero copy, the MXFP8 combine; then the LL
+# graph row (the regression check) and the PyTorch baseline when torch is there.  One table row per run on
 # stdout, every log in LOG_DIR; exits non-zero when a run fails or has a wrong element.
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -32,6 +32,7 @@ flat-eager --algo ht
 flat-bwd-graph --algo ht --graph --pass bwd
 em-graph --algo ht --layout expert --graph
 em-graph-zc --algo ht --layout expert --graph --zero-copy
+em-graph-mxfp8 --algo ht --layout expert --graph --recipe mxfp8
 em-eager --algo ht --layout expert
 em-bwd-graph --algo ht --layout expert --graph --pass bwd
 ll-graph --graph
