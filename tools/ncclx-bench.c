@@ -411,6 +411,10 @@ static int print_header(const bench_team_t *t)
         printf("# bytes per rank: rows sent x hidden x element bytes, one row per token and "
                "destination %s; GB/s = bytes / median\n",
                o->layout == NCCLX_EP_LAYOUT_FLAT ? "rank" : "expert");
+        if (o->recipe == NCCLX_EP_RECIPE_MXFP8) {
+            printf("# mxfp8 combine: bytes as for BF16 (the same work, comparable rows); the "
+                   "wire carries one row of hidden x 33/32 bytes per token and rank\n");
+        }
     } else {
         printf("# bytes per rank: valid top-k entries x hidden x element bytes (FP8: 1 + 4/128); "
                "GB/s = bytes / median\n");
