@@ -412,8 +412,8 @@ static int print_header(const bench_team_t *t)
                "destination %s; GB/s = bytes / median\n",
                o->layout == NCCLX_EP_LAYOUT_FLAT ? "rank" : "expert");
         if (o->recipe == NCCLX_EP_RECIPE_MXFP8) {
-            printf("# mxfp8 combine: bytes as for BF16 (the same work, comparable rows); the "
-                   "wire carries one row of hidden x 33/32 bytes per token and rank\n");
+            printf("# mxfp8 combine bytes: its bytes on the wire, one packed row of hidden x "
+                   "33/32 bytes per token and destination rank\n");
         }
     } else {
         printf("# bytes per rank: valid top-k entries x hidden x element bytes (FP8: 1 + 4/128); "
@@ -479,12 +479,16 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
         return -1;
     }
     for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        /* The MXFP8 combine moves one packed row (hidden x 33/32 bytes) per token and
+         * destination rank, whatever the layout: its bytes on the wire. */
+        const int packed = op == BENCH_COMBINE && o->recipe == NCCLX_EP_RECIPE_MXFP8;
         uint64_t team = 0;
         for (uint32_t i = 0; i < t->nlocal; i++) {
             /* HT: rows sent (flat: per destination rank; expert-major: per expert) */
-            team += (ht ? bench_ht_sent_rows(in, o->layout, t->r[i].rank, n)
+            team += (ht ? bench_ht_sent_rows(in, packed ? NCCLX_EP_LAYOUT_FLAT : o->layout,
+                                             t->r[i].rank, n)
                         : bench_valid_entries(in, t->r[i].rank, n)) *
-                    entry[op];
+                    (packed ? o->hidden + o->hidden / 32u : entry[op]);
         }
         row.bytes[op] = team / t->nlocal;
         if (team > 0 && bench_time_copy(t, (size_t)team, &row.copy_us[op]) != 0) {
