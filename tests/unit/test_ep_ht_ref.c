@@ -9,6 +9,7 @@
  */
 #include "ncclx_test.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "ref/ep_ht_ref.h"
@@ -930,6 +931,60 @@ static void test_mxfp8_combine_by_hand(void **state)
     free_all(&fx);
 }
 
+/* The MXFP8 combine stays within the quantizer's error bound of the plain combine, element by
+ * element, over a random routing with drops and values spread over 2^-140 .. 2^20: each rank's
+ * partial sum of a token is off by at most its block amax / 14 (half an E4M3 step at the top
+ * binade, the scale at most 2 amax / 448), bounded here by the sum of its rows' block maxima,
+ * plus 2^-134 for blocks too small for any normal scale. */
+static void test_mxfp8_within_bound(void **state)
+{
+    enum { H = 64, SL = 300 };
+    static float rows[8][SL * H], plain[128 * H], mx[128 * H];
+    const float *expert_out[8];
+    uint64_t seed = 7;
+    (void)state;
+    make_random(&fx, NCCLX_EP_LAYOUT_EXPERT_MAJOR, SL, 99);
+    route_all(&fx);
+    for (uint32_t j = 0; j < 8; j++) {
+        for (uint32_t i = 0; i < SL * H; i++) {
+            const float m = (float)((int)(lcg(&seed) % 256) - 128) / 64.0f;
+            const int e =
+                (i / 32) % 5 == 0 ? -140 + (int)(lcg(&seed) % 10) : (int)(lcg(&seed) % 41) - 20;
+            rows[j][i] = ldexpf(m, e);
+        }
+        expert_out[j] = rows[j];
+    }
+    for (uint32_t r = 0; r < 8; r++) {
+        int changed = 0;
+        assert_int_equal(ncclx_ht_ref_combine(&fx.c, fx.rt, fx.lay, expert_out, H, r, plain), 0);
+        assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, r, mx), 0);
+        for (uint32_t t = 0; t < fx.rt[r].num_tokens; t++) {
+            for (uint32_t h = 0; h < H; h++) {
+                double bound = ldexp(1.0, -134);
+                for (uint32_t j = 0; j < 8; j++) {
+                    for (uint32_t row = 0; row < fx.lay[j].rows; row++) {
+                        float amax = 0.0f;
+                        if (fx.lay[j].row_source[row] != (int32_t)(r * 128 + t)) {
+                            continue;
+                        }
+                        for (uint32_t i = h / 32 * 32; i < h / 32 * 32 + 32; i++) {
+                            amax = fmaxf(amax, fabsf(rows[j][row * H + i]));
+                        }
+                        bound += amax / 14.0;
+                    }
+                }
+                if (!(fabs((double)mx[t * H + h] - plain[t * H + h]) <= bound)) {
+                    fail_msg("rank %u token %u [%u]: mxfp8 %g, plain %g, bound %g", r, t, h,
+                             (double)mx[t * H + h], (double)plain[t * H + h], bound);
+                }
+                changed |= mx[t * H + h] != plain[t * H + h];
+            }
+        }
+        assert_true(changed); /* the quantizer did change something */
+    }
+    free_all(&fx);
+}
+
 static void test_bad_arguments(void **state)
 {
     ncclx_ht_ref_layout_t l;
@@ -975,6 +1030,7 @@ int main(void)
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_large_case),
         cmocka_unit_test(test_mxfp8_combine_by_hand),
+        cmocka_unit_test(test_mxfp8_within_bound),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
