@@ -101,19 +101,23 @@ static void test_drop(void **state)
 }
 
 /* The MXFP8 combine (expert-major, BF16) against the reference's quantize-per-rank sums, bit
- * for bit, forward and backward: teams of 1 to 8 ranks and the real communicator, a hidden of
+ * for bit, forward and backward: teams of 1 to 8 ranks and the real communicator, top-k 1, 4
+ * and 8, alignments 1, 4 and 16, a hidden of
  * three blocks (lanes left idle), long chains (top-8 over few ranks, repeated experts), and
  * drops (a dropped row leaves its token's other rows on that rank to be summed). */
 static void test_mxfp8_combine(void **state)
 {
     (void)state;
     ep_rng_reset("test_mxfp8_combine");
-    const uint32_t ranks[] = {0, 1, 2, 4, 8};
-    for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
-        ht_case_t c = base_case(ranks[i], NCCLX_EP_LAYOUT_EXPERT_MAJOR);
-        const uint32_t R = ranks[i] == 0 ? 1 : ranks[i];
+    /* (ranks, top-k, alignment); token counts differ per rank (ht_fill). */
+    const uint32_t cases[][3] = {{0, 4, 1},  {1, 1, 16}, {2, 4, 1},
+                                 {4, 8, 16}, {8, 4, 4},  {8, 1, 1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ht_case_t c = base_case(cases[i][0], NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+        const uint32_t R = cases[i][0] == 0 ? 1 : cases[i][0];
         c.mxfp8 = 1;
-        c.alignment = i % 2 ? 4 : 1;
+        c.topk = cases[i][1];
+        c.alignment = cases[i][2];
         c.recv = R * c.tokens * c.topk + c.experts * c.alignment;
         ht_case(&c, HT_RANDOM, 0, 2);
     }
