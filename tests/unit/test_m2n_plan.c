@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The M2N planner (lib/m2n_plan.c) against a brute-force check over hundreds of random valid
+ * shapes, meshes and placements: for every destination rank, the boxes of every source shard
+ * are walked byte by byte; each destination byte must be covered exactly once, and the source
+ * byte it comes from must have the same global coordinates (both recomputed here from the
+ * local offsets, independently of the planner).  Also the replica assignment's balance and
+ * every refusal.
+ */
+#include "ncclx_test.h"
+
+#include <stdlib.h>
+
+#include "m2n_plan.h"
+
+static uint64_t rng = 12345;
+
+static uint32_t below(uint32_t n)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33) % n;
+}
+
+/* The global coordinates (dims in bytes along the last one) of byte `offset` of shard `shard`'s
+ * local tile. */
+static void global_of(const ncclx_m2n_geom_t *g, uint32_t shard, uint64_t offset, uint64_t *out)
+{
+    for (uint32_t d = g->ndims; d-- > 0;) {
+        out[d] = offset % g->local[d] + (d == g->shard_dim ? shard * g->local[d] : 0);
+        offset /= g->local[d];
+    }
+}
+
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+    return b == 0 ? a : gcd(b, a % b);
+}
+
+/* A random side on [start, start + size): the mesh and placements only (shapes come later). */
+static void random_mesh(ncclx_m2n_side_t *s, uint32_t ndims, uint32_t start)
+{
+    memset(s, 0, sizeof(*s));
+    s->ndims = ndims;
+    s->mesh.ndims = 1 + below(2);
+    s->mesh.start_rank = start;
+    for (uint32_t a = 0; a < s->mesh.ndims; a++) {
+        s->mesh.dims[a] = 1 + below(4);
+        s->placements[a] = NCCLX_M2N_REPLICATE;
+    }
+    if (below(4) != 0) { /* one shard axis, else fully replicated */
+        s->placements[below(s->mesh.ndims)] = (int32_t)below(ndims);
+    }
+}
+
+static uint32_t mesh_size(const ncclx_m2n_side_t *s)
+{
+    return s->mesh.dims[0] * (s->mesh.ndims == 2 ? s->mesh.dims[1] : 1);
+}
+
+/* Shards of tensor dim d on side s (1 when it does not shard d). */
+static uint32_t shards_of(const ncclx_m2n_side_t *s, uint32_t d)
+{
+    for (uint32_t a = 0; a < s->mesh.ndims; a++) {
+        if (s->placements[a] == (int32_t)d) {
+            return s->mesh.dims[a];
+        }
+    }
+    return 1;
+}
+
+/* Checks every destination rank's tile: covered exactly once, from the right coordinates. */
+static void check_case(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst, uint32_t world)
+{
+    ncclx_m2n_geom_t s, d;
+    assert_ncclx_ok(ncclx_m2n_geom(src, "src", world, &s));
+    assert_ncclx_ok(ncclx_m2n_geom(dst, "dst", world, &d));
+    assert_ncclx_ok(ncclx_m2n_check_pair(src, &s, dst, &d, world));
+    uint8_t *cover = calloc(d.local_bytes, 1);
+    uint64_t *sent = calloc(s.shards, sizeof(uint64_t));
+    assert_non_null(cover);
+    assert_non_null(sent);
+    for (uint32_t j = 0; j < d.shards; j++) {
+        memset(cover, 0, d.local_bytes);
+        for (uint32_t i = 0; i < s.shards; i++) {
+            ncclx_m2n_box_t b;
+            if (!ncclx_m2n_overlap(&s, &d, i, j, &b)) {
+                continue;
+            }
+            assert_int_equal(b.src_shard, i);
+            assert_int_equal(b.dst_shard, j);
+            sent[i] += b.bytes;
+            for (uint64_t a0 = 0; a0 < b.pieces[0]; a0++) {
+                for (uint64_t a1 = 0; a1 < b.pieces[1]; a1++) {
+                    for (uint64_t r = 0; r < b.run; r++) {
+                        const uint64_t so =
+                            b.src_offset + a0 * b.src_stride[0] + a1 * b.src_stride[1] + r;
+                        const uint64_t dof =
+                            b.dst_offset + a0 * b.dst_stride[0] + a1 * b.dst_stride[1] + r;
+                        uint64_t gs[3], gd[3];
+                        assert_true(so < s.local_bytes && dof < d.local_bytes);
+                        global_of(&s, i, so, gs);
+                        global_of(&d, j, dof, gd);
+                        assert_memory_equal(gs, gd, s.ndims * sizeof(uint64_t));
+                        cover[dof]++;
+                    }
+                }
+            }
+        }
+        for (uint64_t x = 0; x < d.local_bytes; x++) {
+            if (cover[x] != 1) {
+                fail_msg("dst shard %u byte %llu covered %u times", j, (unsigned long long)x,
+                         cover[x]);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < s.shards; i++) {
+        assert_int_equal(sent[i], s.local_bytes); /* a source shard's tile goes out once */
+    }
+    /* Every destination rank has a server; ranks and positions round-trip. */
+    for (uint32_t r = 0; r < world; r++) {
+        uint32_t shard, replica;
+        if (ncclx_m2n_position(&d, r, &shard, &replica)) {
+            const uint32_t p = ncclx_m2n_server(s.replicas, d.replicas, replica);
+            uint32_t ss, sr;
+            assert_true(p < s.replicas);
+            assert_int_equal(ncclx_m2n_rank(&d, shard, replica), r);
+            assert_true(ncclx_m2n_position(&s, ncclx_m2n_rank(&s, 0, p), &ss, &sr));
+            assert_int_equal(sr, p);
+        }
+    }
+    free(sent);
+    free(cover);
+}
+
+static void test_random_cases(void **state)
+{
+    (void)state;
+    for (int n = 0; n < 600; n++) {
+        ncclx_m2n_side_t src, dst;
+        const uint32_t ndims = 1 + below(3), extra = below(3);
+        const int dst_first = below(2);
+        random_mesh(&src, ndims, 0);
+        random_mesh(&dst, ndims, 0);
+        if (dst_first) {
+            src.mesh.start_rank = mesh_size(&dst);
+        } else {
+            dst.mesh.start_rank = mesh_size(&src);
+        }
+        src.elem_bytes = dst.elem_bytes = 1u << below(4);
+        for (uint32_t d = 0; d < ndims; d++) {
+            const uint32_t a = shards_of(&src, d), b = shards_of(&dst, d);
+            const uint64_t g = (uint64_t)(1 + below(3)) * (a / gcd(a, b) * b);
+            src.local_shape[d] = g / a;
+            dst.local_shape[d] = g / b;
+        }
+        check_case(&src, &dst, mesh_size(&src) + mesh_size(&dst) + extra);
+    }
+}
+
+/* The model-shaped patterns: TP2 x DP2 (shard dim 0 or 1) to TP1 x DP16 replicas, experts
+ * EP16 on dim 0 to TP8 (dim 1 or 2) x DP2, and the same with the destination first. */
+static void test_model_patterns(void **state)
+{
+    (void)state;
+    ncclx_m2n_side_t src, dst;
+    for (int32_t dim = 0; dim < 2; dim++) {
+        memset(&src, 0, sizeof(src));
+        memset(&dst, 0, sizeof(dst));
+        src = (ncclx_m2n_side_t){2, {64, 40, 0}, 2, {2, {2, 2}, 0}, {NCCLX_M2N_REPLICATE, dim}};
+        src.local_shape[dim] /= 2;
+        dst = (ncclx_m2n_side_t){
+            2, {64, 40, 0}, 2, {2, {16, 1}, 4}, {NCCLX_M2N_REPLICATE, NCCLX_M2N_REPLICATE}};
+        check_case(&src, &dst, 20);
+    }
+    for (int32_t dim = 1; dim < 3; dim++) {
+        src = (ncclx_m2n_side_t){3, {1, 16, 24}, 1, {1, {16, 0}, 16}, {0, NCCLX_M2N_REPLICATE}};
+        dst = (ncclx_m2n_side_t){3, {16, 16, 24}, 1, {2, {2, 8}, 0}, {NCCLX_M2N_REPLICATE, dim}};
+        dst.local_shape[dim] /= 8;
+        check_case(&src, &dst, 32);
+    }
+}
+
+/* Fewer sources than destinations: contiguous blocks, sizes differing by at most one, every
+ * source used.  More sources: one distinct source per destination, in order. */
+static void test_server_balance(void **state)
+{
+    (void)state;
+    for (uint32_t rs = 1; rs <= 24; rs++) {
+        for (uint32_t rd = 1; rd <= 24; rd++) {
+            uint32_t count[24] = {0}, prev = 0;
+            for (uint32_t q = 0; q < rd; q++) {
+                const uint32_t p = ncclx_m2n_server(rs, rd, q);
+                assert_true(p < rs);
+                assert_true(q == 0 || p >= prev);
+                if (rs >= rd) {
+                    assert_true(q == 0 || p > prev);
+                }
+                count[p]++;
+                prev = p;
+            }
+            if (rs <= rd) {
+                for (uint32_t p = 0; p < rs; p++) {
+                    assert_true(count[p] == rd / rs || count[p] == rd / rs + 1);
+                }
+            }
+        }
+    }
+    assert_int_equal(ncclx_m2n_server(2, 5, 2), 0); /* blocks {0,1,2} {3,4} */
+    assert_int_equal(ncclx_m2n_server(2, 5, 3), 1);
+    assert_int_equal(ncclx_m2n_server(5, 2, 1), 3); /* blocks {0,1,2} {3,4} */
+}
+
+/* Every refusal names its field. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    ncclx_m2n_geom_t g, g2;
+    const ncclx_m2n_side_t ok = {2, {8, 16, 0}, 2, {2, {2, 2}, 0}, {NCCLX_M2N_REPLICATE, 0}};
+    ncclx_m2n_side_t s = ok, d;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 8, &g));
+    assert_int_equal(g.shards, 2);
+    assert_int_equal(g.replicas, 2);
+    assert_int_equal(g.global[0], 16);
+    assert_int_equal(g.global[1], 32);
+    s.ndims = 4;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.ndims=4: must be 1, 2 or 3");
+    s = ok;
+    s.elem_bytes = 3;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src: an element of 3 bytes");
+    s = ok;
+    s.mesh.ndims = 3;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.mesh.ndims=3: must be 1 or 2");
+    s = ok;
+    s.mesh.dims[1] = 0;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.mesh.dims[1]=0");
+    s = ok;
+    s.mesh.start_rank = 5;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "dst", 8, &g), ncclxInvalidArgument,
+                       "dst.mesh: ranks [5, 9) lie past the context's 8 ranks");
+    s = ok;
+    s.placements[1] = 2;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.placements[1]=2: must be NCCLX_M2N_REPLICATE (-1) or a tensor dim");
+    s.placements[1] = -3;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.placements[1]=-3");
+    s = ok;
+    s.placements[0] = 1;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.placements[1]=0: a second shard axis");
+    s = ok;
+    s.local_shape[1] = 0;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.local_shape[1]=0");
+    s = ok;
+    s.local_shape[0] = 1ull << 61;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument, "src.local_shape");
+    /* Pairs. */
+    s = ok;
+    d = ok;
+    d.mesh.start_rank = 4;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 8, &g));
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_ok(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8));
+    d.mesh.start_rank = 3;
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst.mesh ranks [3, 7) overlap src.mesh ranks [0, 4)");
+    d = ok;
+    d.mesh.start_rank = 4;
+    d.placements[1] = 1; /* shards dim 1 now: global dim 1 doubles */
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst.local_shape[0]=8 gives a global dim 0 of 8 elements, "
+                       "src.local_shape[0]=8 gives 16");
+    d = ok;
+    d.mesh.start_rank = 4;
+    d.elem_bytes = 4;
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst: elements of 4 bytes, src of 2");
+    /* One rank in all: a self copy is allowed. */
+    s = (ncclx_m2n_side_t){1, {10, 0, 0}, 8, {1, {1, 0}, 0}, {NCCLX_M2N_REPLICATE, 0}};
+    check_case(&s, &s, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_cases),
+        cmocka_unit_test(test_model_patterns),
+        cmocka_unit_test(test_server_balance),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
