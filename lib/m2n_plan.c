@@ -6,6 +6,8 @@
  */
 #include "m2n_plan.h"
 
+#include <string.h>
+
 #include "error.h"
 
 /* Tensor sizes stay below 2^62 bytes, so that sums and products of two in-range values fit. */
@@ -231,4 +233,93 @@ int ncclx_m2n_overlap(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint
     }
     *box = b;
     return 1;
+}
+
+/* Visits rank's edges in order; with edges NULL only counts them. */
+static uint32_t ncclx_m2n_edges(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
+                                const ncclx_m2n_schedule_t *who, ncclx_m2n_edge_t *edges,
+                                uint64_t *bytes)
+{
+    uint32_t n = 0;
+    ncclx_m2n_box_t b;
+    *bytes = 0;
+    if (who->is_src) {
+        for (uint32_t j = 0; j < d->shards; j++) {
+            if (!ncclx_m2n_overlap(s, d, who->shard, j, &b)) {
+                continue;
+            }
+            for (uint32_t q = 0; q < d->replicas; q++) {
+                if (ncclx_m2n_server(s->replicas, d->replicas, q) != who->replica) {
+                    continue;
+                }
+                if (edges != NULL) {
+                    edges[n].peer = ncclx_m2n_rank(d, j, q);
+                    edges[n].box = b;
+                }
+                n++;
+                *bytes += b.bytes;
+            }
+        }
+    }
+    if (who->is_dst) {
+        const uint32_t p = ncclx_m2n_server(s->replicas, d->replicas, who->replica);
+        for (uint32_t i = 0; i < s->shards; i++) {
+            if (!ncclx_m2n_overlap(s, d, i, who->shard, &b)) {
+                continue;
+            }
+            if (edges != NULL) {
+                edges[n].peer = ncclx_m2n_rank(s, i, p);
+                edges[n].box = b;
+            }
+            n++;
+            *bytes += b.bytes;
+        }
+    }
+    return n;
+}
+
+ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
+                                 uint32_t rank, ncclx_m2n_edge_t *edges, uint32_t capacity,
+                                 const char *bound, ncclx_m2n_schedule_t *out)
+{
+    ncclx_m2n_schedule_t w;
+    uint32_t shard, replica;
+    memset(&w, 0, sizeof(w));
+    if (ncclx_m2n_position(s, rank, &shard, &replica)) {
+        w.is_src = 1;
+        w.shard = shard;
+        w.replica = replica;
+    }
+    /* A rank is on one side, except in a one-rank context (a self copy): its edges then list
+     * the sends first, then the receives, and shard/replica are its source position. */
+    if (ncclx_m2n_position(d, rank, &shard, &replica)) {
+        w.is_dst = 1;
+        if (!w.is_src) {
+            w.shard = shard;
+            w.replica = replica;
+        }
+    }
+    {
+        ncclx_m2n_schedule_t src_view = w, dst_view = w;
+        uint64_t b1 = 0, b2 = 0;
+        uint32_t n1, n2;
+        src_view.is_dst = 0;
+        dst_view.is_src = 0;
+        if (w.is_dst) {
+            (void)ncclx_m2n_position(d, rank, &dst_view.shard, &dst_view.replica);
+        }
+        n1 = ncclx_m2n_edges(s, d, &src_view, NULL, &b1);
+        n2 = ncclx_m2n_edges(s, d, &dst_view, NULL, &b2);
+        if ((uint64_t)n1 + n2 > capacity) {
+            return NCCLX_ERROR(ncclxResourceExhausted,
+                               "rank %u has %u transfers in this reshard, more than %s=%u", rank,
+                               n1 + n2, bound, capacity);
+        }
+        (void)ncclx_m2n_edges(s, d, &src_view, edges, &b1);
+        (void)ncclx_m2n_edges(s, d, &dst_view, edges + n1, &b2);
+        w.num_edges = n1 + n2;
+        w.bytes = b1 + b2;
+    }
+    *out = w;
+    return ncclxSuccess;
 }

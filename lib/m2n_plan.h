@@ -93,4 +93,26 @@ uint32_t ncclx_m2n_server(uint32_t src_replicas, uint32_t dst_replicas, uint32_t
 int ncclx_m2n_overlap(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t i, uint32_t j,
                       ncclx_m2n_box_t *box);
 
+/** One transfer of a rank's schedule: the peer rank and the box moved between them. */
+typedef struct {
+    uint32_t peer;
+    ncclx_m2n_box_t box;
+} ncclx_m2n_edge_t;
+
+/** A rank's part of a reshard: as a source, what it sends to whom (ascending destination
+ *  shard, then replica); as a destination, what it receives from whom (ascending source
+ *  shard).  A rank in neither mesh has no edge. */
+typedef struct {
+    int is_src, is_dst;
+    uint32_t shard, replica; /* on the side the rank belongs to */
+    uint32_t num_edges;
+    uint64_t bytes; /* sum of the edges' bytes */
+} ncclx_m2n_schedule_t;
+
+/** Fills edges[0 .. capacity) with rank's transfers; ncclxResourceExhausted (naming
+ *  `bound`, the plan field that caps them) when they do not fit, nothing written then. */
+ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
+                                 uint32_t rank, ncclx_m2n_edge_t *edges, uint32_t capacity,
+                                 const char *bound, ncclx_m2n_schedule_t *out);
+
 #endif /* NCCLX_LIB_M2N_PLAN_H_ */

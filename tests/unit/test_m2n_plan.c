@@ -69,6 +69,49 @@ static uint32_t shards_of(const ncclx_m2n_side_t *s, uint32_t d)
     return 1;
 }
 
+/* Every rank's schedule: a destination receives its whole tile, each receive matches a send of
+ * that source (same box), non-members move nothing, and a capacity one short is refused. */
+static void check_schedules(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t world)
+{
+    enum { CAP = 256 };
+    static ncclx_m2n_edge_t edges[64][CAP];
+    static ncclx_m2n_schedule_t w[64];
+    assert_true(world <= 64);
+    for (uint32_t r = 0; r < world; r++) {
+        assert_ncclx_ok(ncclx_m2n_schedule(s, d, r, edges[r], CAP, "plan.m2n_max_edges", &w[r]));
+        if (!w[r].is_src && !w[r].is_dst) {
+            assert_int_equal(w[r].num_edges, 0);
+        }
+        if (w[r].is_dst && !w[r].is_src) {
+            assert_int_equal(w[r].bytes, d->local_bytes);
+        }
+        if (w[r].num_edges > 0) {
+            ncclx_m2n_schedule_t before = w[r], again;
+            memcpy(&again, &before, sizeof(again));
+            assert_ncclx_error(ncclx_m2n_schedule(s, d, r, edges[r], w[r].num_edges - 1,
+                                                  "plan.m2n_max_edges", &again),
+                               ncclxResourceExhausted, "more than plan.m2n_max_edges=");
+            assert_memory_equal(&again, &before, sizeof(again));
+        }
+    }
+    for (uint32_t r = 0; r < world; r++) {
+        if (!w[r].is_dst || w[r].is_src) {
+            continue;
+        }
+        for (uint32_t e = 0; e < w[r].num_edges; e++) {
+            const ncclx_m2n_edge_t *in = &edges[r][e];
+            const uint32_t p = in->peer;
+            int found = 0;
+            assert_true(w[p].is_src);
+            for (uint32_t f = 0; f < w[p].num_edges; f++) {
+                found += edges[p][f].peer == r &&
+                         memcmp(&edges[p][f].box, &in->box, sizeof(in->box)) == 0;
+            }
+            assert_int_equal(found, 1);
+        }
+    }
+}
+
 /* Checks every destination rank's tile: covered exactly once, from the right coordinates. */
 static void check_case(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst, uint32_t world)
 {
@@ -131,6 +174,7 @@ static void check_case(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst,
     }
     free(sent);
     free(cover);
+    check_schedules(&s, &d, world);
 }
 
 static void test_random_cases(void **state)
