@@ -142,6 +142,12 @@ void ht_open(ht_run_t *run, const ht_case_t *c)
     t->group_plan.expert_alignment = c->alignment;
     t->group_plan.overflow_policy = c->drop ? NCCLX_EP_OVERFLOW_DROP : NCCLX_EP_OVERFLOW_TRAP;
     t->group_plan.timeout_ns = 5000000000ull; /* a lost signal fails within seconds */
+    /* TEST_SM_BUDGET=N: N blocks per kernel and rank instead of the library's 2 x SMs / ranks,
+     * which needs two blocks of every rank resident per SM at once (a sanitizer's instrumented
+     * kernels may not fit that: ranks then wait on peers that cannot start). */
+    if (getenv("TEST_SM_BUDGET") != NULL) {
+        t->group_plan.sm_budget = (uint32_t)atoi(getenv("TEST_SM_BUDGET"));
+    }
     ep_team_open(t, c->ranks);
     run->rc.ranks = run->R;
     run->rc.experts = c->experts;

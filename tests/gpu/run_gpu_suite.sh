@@ -116,6 +116,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     done <<EOF_CHECKS
 memcheck test_ep_ht TEST_FILTER=test_*_teams,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ht-drop-graph TEST_FILTER=test_[dg]*,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
+memcheck test_ep_ht-mxfp8 TEST_FILTER=test_mxfp8_combine,TEST_SM_BUDGET=8 tests/gpu/test_ep_ht
 memcheck test_ep_ll_protocol - tests/gpu/test_ep_ll_protocol
 memcheck test_ep_ll_shapes TEST_FILTER=test_grid_*_blocks tests/gpu/test_ep_ll_shapes
 memcheck test_ep_ll_shapes-fp8 TEST_FILTER=test_fp8_special_values tests/gpu/test_ep_ll_shapes

@@ -8,7 +8,8 @@
  * must still be poison.  Also: overflow under DROP and TRAP, out-of-range expert ids, repeated
  * experts, empty ranks, the MXFP8 combine, graph replays with new routing each replay, and
  * allocator counters at zero after setup.  TEST_SEED replays a run; TEST_HT_REPLAYS sets the
- * replays (default 100); TEST_FILTER=pattern runs the matching tests alone.
+ * replays (default 100); TEST_FILTER=pattern runs the matching tests alone; TEST_SM_BUDGET=N
+ * runs every kernel on N blocks per rank (under a sanitizer).
  */
 #include <stdio.h>
 #include <stdlib.h>
