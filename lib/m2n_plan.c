@@ -323,3 +323,30 @@ ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom
     *out = w;
     return ncclxSuccess;
 }
+
+uint64_t ncclx_m2n_chunk_bytes(uint64_t staging, uint32_t edges, uint64_t min_chunk)
+{
+    const uint64_t chunk = edges == 0 ? 0 : staging / edges / 2 / 16 * 16;
+    return chunk >= min_chunk && chunk > 0 ? chunk : 0;
+}
+
+uint64_t ncclx_m2n_slice_offset(uint64_t chunk, uint32_t e, uint32_t h)
+{
+    return ((uint64_t)e * 2 + h) * chunk;
+}
+
+uint64_t ncclx_m2n_rounds(uint64_t bytes, uint64_t chunk)
+{
+    const uint64_t r = (bytes + chunk - 1) / chunk;
+    return r == 0 ? 1 : r;
+}
+
+void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *src_offset,
+                          uint64_t *dst_offset, uint64_t *contiguous)
+{
+    const uint64_t piece = pos / box->run, in_run = pos % box->run;
+    const uint64_t a1 = piece % box->pieces[1], a0 = piece / box->pieces[1];
+    *src_offset = box->src_offset + a0 * box->src_stride[0] + a1 * box->src_stride[1] + in_run;
+    *dst_offset = box->dst_offset + a0 * box->dst_stride[0] + a1 * box->dst_stride[1] + in_run;
+    *contiguous = box->run - in_run;
+}

@@ -115,4 +115,28 @@ ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom
                                  uint32_t rank, ncclx_m2n_edge_t *edges, uint32_t capacity,
                                  const char *bound, ncclx_m2n_schedule_t *out);
 
+/*
+ * Staging in rounds.  A destination rank's staging area (the plan's staging bytes, symmetric
+ * memory) is cut into one slice per incoming edge (in the order of its schedule), and each
+ * slice into two halves, so that a source packs round k + 1 while the destination unpacks round
+ * k.  Round k of an edge carries bytes [k * chunk, (k + 1) * chunk) of the edge's box, read in
+ * box order (piece (a0, a1) outer, a1 fastest, then the run).
+ */
+
+/** Bytes of one round of an edge (one half of its slice, 16-byte multiple) when a destination
+ *  with `staging` bytes receives `edges` edges; 0 when that is below `min_chunk`. */
+uint64_t ncclx_m2n_chunk_bytes(uint64_t staging, uint32_t edges, uint64_t min_chunk);
+
+/** Offset of edge e's slice (half h) in its destination's staging area. */
+uint64_t ncclx_m2n_slice_offset(uint64_t chunk, uint32_t e, uint32_t h);
+
+/** Rounds that an edge of `bytes` bytes takes with rounds of `chunk` bytes (at least 1). */
+uint64_t ncclx_m2n_rounds(uint64_t bytes, uint64_t chunk);
+
+/** Where byte `pos` of the box (0 <= pos < box->bytes, box order) lies: its offsets in the
+ *  source and destination tiles, and how many bytes from there on stay contiguous in both (up
+ *  to the end of its run). */
+void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *src_offset,
+                          uint64_t *dst_offset, uint64_t *contiguous);
+
 #endif /* NCCLX_LIB_M2N_PLAN_H_ */

@@ -333,13 +333,135 @@ static void test_refusals(void **state)
     check_case(&s, &s, 1);
 }
 
+/* The byte at global coordinates g (the last in bytes). */
+static uint8_t value_at(const uint64_t *g, uint32_t ndims)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (uint32_t d = 0; d < ndims; d++) {
+        h = (h ^ g[d]) * 0xff51afd7ed558ccdull;
+    }
+    return (uint8_t)(h >> 56);
+}
+
+static void fill_tile(const ncclx_m2n_geom_t *g, uint32_t shard, uint8_t *tile)
+{
+    uint64_t c[3];
+    for (uint64_t o = 0; o < g->local_bytes; o++) {
+        global_of(g, shard, o, c);
+        tile[o] = value_at(c, g->ndims);
+    }
+}
+
+/* Moves one random case through staging in rounds, as the GPU will: every destination's edges
+ * get a slice of `staging` bytes in two halves; round k of an edge packs its bytes [k chunk,
+ * (k + 1) chunk) from the source tile into half k % 2, and the destination unpacks them.  The
+ * destination tiles (poisoned first) must then hold the values of their global coordinates,
+ * every byte written once. */
+static void run_staged(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst, uint32_t world,
+                       uint64_t staging)
+{
+    enum { CAP = 256 };
+    static ncclx_m2n_edge_t edges[CAP];
+    ncclx_m2n_geom_t s, d;
+    ncclx_m2n_schedule_t w;
+    assert_ncclx_ok(ncclx_m2n_geom(src, "src", world, &s));
+    assert_ncclx_ok(ncclx_m2n_geom(dst, "dst", world, &d));
+    uint8_t *src_tiles = malloc(s.shards * s.local_bytes), *tile = malloc(d.local_bytes);
+    uint8_t *want = malloc(d.local_bytes), *writes = malloc(d.local_bytes);
+    uint8_t *area = malloc(staging);
+    assert_true(src_tiles != NULL && tile != NULL && want != NULL && writes != NULL &&
+                area != NULL);
+    for (uint32_t i = 0; i < s.shards; i++) {
+        fill_tile(&s, i, src_tiles + (size_t)i * s.local_bytes);
+    }
+    for (uint32_t r = 0; r < world; r++) {
+        uint32_t j, q;
+        if (!ncclx_m2n_position(&d, r, &j, &q)) {
+            continue;
+        }
+        assert_ncclx_ok(ncclx_m2n_schedule(&s, &d, r, edges, CAP, "cap", &w));
+        const uint64_t chunk = ncclx_m2n_chunk_bytes(staging, w.num_edges, 16);
+        uint64_t rounds = 0;
+        assert_true(chunk > 0);
+        fill_tile(&d, j, want);
+        memset(tile, 0xa5, d.local_bytes);
+        memset(writes, 0, d.local_bytes);
+        memset(area, 0x5a, staging);
+        for (uint32_t e = 0; e < w.num_edges; e++) {
+            const uint64_t n = ncclx_m2n_rounds(edges[e].box.bytes, chunk);
+            rounds = n > rounds ? n : rounds;
+        }
+        for (uint64_t k = 0; k < rounds; k++) {
+            for (uint32_t e = 0; e < w.num_edges; e++) {
+                const ncclx_m2n_box_t *b = &edges[e].box;
+                const uint8_t *from = src_tiles + (size_t)b->src_shard * s.local_bytes;
+                uint8_t *half = area + ncclx_m2n_slice_offset(chunk, e, (uint32_t)(k % 2));
+                const uint64_t lo = k * chunk, hi = lo + chunk < b->bytes ? lo + chunk : b->bytes;
+                assert_true(ncclx_m2n_slice_offset(chunk, e, 1) + chunk <= staging);
+                for (int unpack = 0; unpack < 2; unpack++) { /* pack, then unpack */
+                    for (uint64_t pos = lo; pos < hi;) {
+                        uint64_t so, dof, run;
+                        ncclx_m2n_box_locate(b, pos, &so, &dof, &run);
+                        run = run < hi - pos ? run : hi - pos;
+                        if (unpack) {
+                            memcpy(tile + dof, half + (pos - lo), run);
+                            for (uint64_t x = 0; x < run; x++) {
+                                writes[dof + x]++;
+                            }
+                        } else {
+                            memcpy(half + (pos - lo), from + so, run);
+                        }
+                        pos += run;
+                    }
+                }
+            }
+        }
+        for (uint64_t x = 0; x < d.local_bytes; x++) {
+            if (writes[x] != 1 || tile[x] != want[x]) {
+                fail_msg("rank %u byte %llu: written %u times, 0x%02x, want 0x%02x (staging %llu)",
+                         r, (unsigned long long)x, writes[x], tile[x], want[x],
+                         (unsigned long long)staging);
+            }
+        }
+    }
+    free(area);
+    free(writes);
+    free(want);
+    free(tile);
+    free(src_tiles);
+}
+
+static void test_staged_rounds(void **state)
+{
+    (void)state;
+    assert_int_equal(ncclx_m2n_chunk_bytes(1000, 3, 16), 160); /* 1000 / 3 / 2 = 166 -> 160 */
+    assert_int_equal(ncclx_m2n_chunk_bytes(1000, 3, 256), 0);
+    assert_int_equal(ncclx_m2n_chunk_bytes(1000, 0, 16), 0);
+    assert_int_equal(ncclx_m2n_rounds(0, 64), 1);
+    assert_int_equal(ncclx_m2n_rounds(129, 64), 3);
+    for (int n = 0; n < 200; n++) {
+        ncclx_m2n_side_t src, dst;
+        const uint32_t ndims = 1 + below(3);
+        random_mesh(&src, ndims, 0);
+        random_mesh(&dst, ndims, mesh_size(&src));
+        src.elem_bytes = dst.elem_bytes = 1u << below(4);
+        for (uint32_t k = 0; k < ndims; k++) {
+            const uint32_t a = shards_of(&src, k), b = shards_of(&dst, k);
+            const uint64_t g = (uint64_t)(1 + below(3)) * (a / gcd(a, b) * b);
+            src.local_shape[k] = g / a;
+            dst.local_shape[k] = g / b;
+        }
+        /* From a budget that forces many rounds to one that takes every edge at once. */
+        run_staged(&src, &dst, mesh_size(&src) + mesh_size(&dst), 32u * 16u << below(8));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_cases),
-        cmocka_unit_test(test_model_patterns),
-        cmocka_unit_test(test_server_balance),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_random_cases),   cmocka_unit_test(test_model_patterns),
+        cmocka_unit_test(test_server_balance), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_staged_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
