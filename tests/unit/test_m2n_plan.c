@@ -177,28 +177,35 @@ static void check_case(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst,
     check_schedules(&s, &d, world);
 }
 
+/* A random valid pair: meshes of 1 to 16 ranks in either order, then `extra` ranks in
+ * neither; a global shape that both sides' shard counts divide.  Returns the world size. */
+static uint32_t random_pair(ncclx_m2n_side_t *src, ncclx_m2n_side_t *dst, uint32_t extra)
+{
+    const uint32_t ndims = 1 + below(3);
+    random_mesh(src, ndims, 0);
+    random_mesh(dst, ndims, 0);
+    if (below(2)) {
+        src->mesh.start_rank = mesh_size(dst);
+    } else {
+        dst->mesh.start_rank = mesh_size(src);
+    }
+    src->elem_bytes = dst->elem_bytes = 1u << below(4);
+    for (uint32_t d = 0; d < ndims; d++) {
+        const uint32_t a = shards_of(src, d), b = shards_of(dst, d);
+        const uint64_t g = (uint64_t)(1 + below(3)) * (a / gcd(a, b) * b);
+        src->local_shape[d] = g / a;
+        dst->local_shape[d] = g / b;
+    }
+    return mesh_size(src) + mesh_size(dst) + extra;
+}
+
 static void test_random_cases(void **state)
 {
     (void)state;
     for (int n = 0; n < 600; n++) {
         ncclx_m2n_side_t src, dst;
-        const uint32_t ndims = 1 + below(3), extra = below(3);
-        const int dst_first = below(2);
-        random_mesh(&src, ndims, 0);
-        random_mesh(&dst, ndims, 0);
-        if (dst_first) {
-            src.mesh.start_rank = mesh_size(&dst);
-        } else {
-            dst.mesh.start_rank = mesh_size(&src);
-        }
-        src.elem_bytes = dst.elem_bytes = 1u << below(4);
-        for (uint32_t d = 0; d < ndims; d++) {
-            const uint32_t a = shards_of(&src, d), b = shards_of(&dst, d);
-            const uint64_t g = (uint64_t)(1 + below(3)) * (a / gcd(a, b) * b);
-            src.local_shape[d] = g / a;
-            dst.local_shape[d] = g / b;
-        }
-        check_case(&src, &dst, mesh_size(&src) + mesh_size(&dst) + extra);
+        const uint32_t world = random_pair(&src, &dst, below(3));
+        check_case(&src, &dst, world);
     }
 }
 
@@ -255,6 +262,64 @@ static void test_server_balance(void **state)
     assert_int_equal(ncclx_m2n_server(5, 2, 1), 3); /* blocks {0,1,2} {3,4} */
 }
 
+/* One broken field of a valid side (ok in test_refusals) each. */
+static void m_ndims(ncclx_m2n_side_t *s)
+{
+    s->ndims = 4;
+}
+static void m_elem(ncclx_m2n_side_t *s)
+{
+    s->elem_bytes = 3;
+}
+static void m_mesh_ndims(ncclx_m2n_side_t *s)
+{
+    s->mesh.ndims = 3;
+}
+static void m_mesh_dim(ncclx_m2n_side_t *s)
+{
+    s->mesh.dims[1] = 0;
+}
+static void m_start(ncclx_m2n_side_t *s)
+{
+    s->mesh.start_rank = 5;
+}
+static void m_place_dim(ncclx_m2n_side_t *s)
+{
+    s->placements[1] = 2;
+}
+static void m_place_neg(ncclx_m2n_side_t *s)
+{
+    s->placements[1] = -3;
+}
+static void m_two_shards(ncclx_m2n_side_t *s)
+{
+    s->placements[0] = 1;
+}
+static void m_shape_zero(ncclx_m2n_side_t *s)
+{
+    s->local_shape[1] = 0;
+}
+static void m_shape_huge(ncclx_m2n_side_t *s)
+{
+    s->local_shape[0] = 1ull << 61;
+}
+
+static const struct {
+    void (*mutate)(ncclx_m2n_side_t *s);
+    const char *what, *needle;
+} side_refusals[] = {
+    {m_ndims, "src", "src.ndims=4: must be 1, 2 or 3"},
+    {m_elem, "src", "src: an element of 3 bytes"},
+    {m_mesh_ndims, "src", "src.mesh.ndims=3: must be 1 or 2"},
+    {m_mesh_dim, "src", "src.mesh.dims[1]=0"},
+    {m_start, "dst", "dst.mesh: ranks [5, 9) lie past the context's 8 ranks"},
+    {m_place_dim, "src", "src.placements[1]=2: must be NCCLX_M2N_REPLICATE (-1) or a tensor dim"},
+    {m_place_neg, "src", "src.placements[1]=-3"},
+    {m_two_shards, "src", "src.placements[1]=0: a second shard axis"},
+    {m_shape_zero, "src", "src.local_shape[1]=0"},
+    {m_shape_huge, "src", "src.local_shape: the global tensor reaches 2^62 bytes"},
+};
+
 /* Every refusal names its field. */
 static void test_refusals(void **state)
 {
@@ -267,43 +332,12 @@ static void test_refusals(void **state)
     assert_int_equal(g.replicas, 2);
     assert_int_equal(g.global[0], 16);
     assert_int_equal(g.global[1], 32);
-    s.ndims = 4;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.ndims=4: must be 1, 2 or 3");
-    s = ok;
-    s.elem_bytes = 3;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src: an element of 3 bytes");
-    s = ok;
-    s.mesh.ndims = 3;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.mesh.ndims=3: must be 1 or 2");
-    s = ok;
-    s.mesh.dims[1] = 0;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.mesh.dims[1]=0");
-    s = ok;
-    s.mesh.start_rank = 5;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "dst", 8, &g), ncclxInvalidArgument,
-                       "dst.mesh: ranks [5, 9) lie past the context's 8 ranks");
-    s = ok;
-    s.placements[1] = 2;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.placements[1]=2: must be NCCLX_M2N_REPLICATE (-1) or a tensor dim");
-    s.placements[1] = -3;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.placements[1]=-3");
-    s = ok;
-    s.placements[0] = 1;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.placements[1]=0: a second shard axis");
-    s = ok;
-    s.local_shape[1] = 0;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
-                       "src.local_shape[1]=0");
-    s = ok;
-    s.local_shape[0] = 1ull << 61;
-    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument, "src.local_shape");
+    for (size_t c = 0; c < sizeof(side_refusals) / sizeof(side_refusals[0]); c++) {
+        s = ok;
+        side_refusals[c].mutate(&s);
+        assert_ncclx_error(ncclx_m2n_geom(&s, side_refusals[c].what, 8, &g), ncclxInvalidArgument,
+                           side_refusals[c].needle);
+    }
     /* Pairs. */
     s = ok;
     d = ok;
@@ -441,18 +475,9 @@ static void test_staged_rounds(void **state)
     assert_int_equal(ncclx_m2n_rounds(129, 64), 3);
     for (int n = 0; n < 200; n++) {
         ncclx_m2n_side_t src, dst;
-        const uint32_t ndims = 1 + below(3);
-        random_mesh(&src, ndims, 0);
-        random_mesh(&dst, ndims, mesh_size(&src));
-        src.elem_bytes = dst.elem_bytes = 1u << below(4);
-        for (uint32_t k = 0; k < ndims; k++) {
-            const uint32_t a = shards_of(&src, k), b = shards_of(&dst, k);
-            const uint64_t g = (uint64_t)(1 + below(3)) * (a / gcd(a, b) * b);
-            src.local_shape[k] = g / a;
-            dst.local_shape[k] = g / b;
-        }
+        const uint32_t world = random_pair(&src, &dst, 0);
         /* From a budget that forces many rounds to one that takes every edge at once. */
-        run_staged(&src, &dst, mesh_size(&src) + mesh_size(&dst), 32u * 16u << below(8));
+        run_staged(&src, &dst, world, 32u * 16u << below(8));
     }
 }
 
