@@ -275,18 +275,19 @@ static void test_graph_replay(void **state)
     const char *env = getenv("TEST_HT_REPLAYS");
     const int replays = env != NULL ? atoi(env) : 100;
     /* (layout, ranks, MXFP8 combine): both layouts on 4 ranks, then expert-major on 8 and
-     * flat on 2, then the MXFP8 combine on 4 (its row links are routed inside the graph). */
-    const uint32_t cases[5][3] = {{NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 0},
-                                  {NCCLX_EP_LAYOUT_FLAT, 4, 0},
-                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 8, 0},
-                                  {NCCLX_EP_LAYOUT_FLAT, 2, 0},
-                                  {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 1}};
-    for (int k = 0; k < 5; k++) {
-        const uint32_t layout = cases[k][0], ranks = cases[k][1];
+     * flat on 2, then the MXFP8 combine on 4 (its row links are routed inside the graph), then
+     * both layouts on the real 1-rank communicator (ranks 0). */
+    const uint32_t cases[7][3] = {
+        {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 0}, {NCCLX_EP_LAYOUT_FLAT, 4, 0},
+        {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 8, 0}, {NCCLX_EP_LAYOUT_FLAT, 2, 0},
+        {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 4, 1}, {NCCLX_EP_LAYOUT_FLAT, 0, 0},
+        {NCCLX_EP_LAYOUT_EXPERT_MAJOR, 0, 1}};
+    for (int k = 0; k < 7; k++) {
+        const uint32_t layout = cases[k][0], ranks = cases[k][1], R = ranks == 0 ? 1 : ranks;
         ht_run_t *run = hmalloc(sizeof(*run));
         ht_case_t c = base_case(ranks, layout);
         c.mxfp8 = cases[k][2];
-        c.recv = ranks * c.tokens * c.topk + c.experts * 4;
+        c.recv = R * c.tokens * c.topk + c.experts * 4;
         c.alignment = 4;
         cudaGraphExec_t exec[EP_MAX_RANKS];
         ht_open(run, &c);
@@ -313,9 +314,10 @@ static void test_graph_replay(void **state)
             ht_check_dispatch(run, 0);
             ht_check_combine(run, 0);
             if (i == 0 || i + 1 == replays) {
-                printf("# %s%s on %u ranks: graph replay %d of %d checked\n",
+                printf("# %s%s on %u rank%s: graph replay %d of %d checked\n",
                        layout == NCCLX_EP_LAYOUT_FLAT ? "flat" : "expert-major",
-                       c.mxfp8 ? " MXFP8" : "", ranks, i + 1, replays);
+                       c.mxfp8 ? " MXFP8" : "", R, ranks == 0 ? " (communicator)" : "s", i + 1,
+                       replays);
                 fflush(stdout);
             }
         }
