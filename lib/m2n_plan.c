@@ -318,6 +318,7 @@ ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom
         (void)ncclx_m2n_edges(s, d, &src_view, edges, &b1);
         (void)ncclx_m2n_edges(s, d, &dst_view, edges + n1, &b2);
         w.num_edges = n1 + n2;
+        w.num_sends = n1;
         w.bytes = b1 + b2;
     }
     *out = w;
@@ -349,4 +350,61 @@ void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *sr
     *src_offset = box->src_offset + a0 * box->src_stride[0] + a1 * box->src_stride[1] + in_run;
     *dst_offset = box->dst_offset + a0 * box->dst_stride[0] + a1 * box->dst_stride[1] + in_run;
     *contiguous = box->run - in_run;
+}
+
+/* A destination shard's incoming edges: how many source shards overlap it, and the position of
+ * source shard i among them (ascending shard: the receive order of ncclx_m2n_schedule). */
+static uint32_t ncclx_m2n_incoming(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t j,
+                                   uint32_t i, uint32_t *position)
+{
+    ncclx_m2n_box_t b;
+    uint32_t n = 0;
+    for (uint32_t x = 0; x < s->shards; x++) {
+        if (x == i) {
+            *position = n;
+        }
+        n += (uint32_t)ncclx_m2n_overlap(s, d, x, j, &b);
+    }
+    return n;
+}
+
+ncclxResult_t ncclx_m2n_transfers(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
+                                  uint32_t rank, uint64_t staging, uint64_t min_chunk,
+                                  const char *staging_field, ncclx_m2n_edge_t *scratch,
+                                  ncclx_m2n_xfer_t *out, uint32_t capacity, const char *bound,
+                                  uint32_t *count)
+{
+    ncclx_m2n_schedule_t w;
+    NCCLX_CHECK(ncclx_m2n_schedule(s, d, rank, scratch, capacity, bound, &w));
+    /* Every destination this rank touches must get rounds of at least min_chunk: checked
+     * before anything is written. */
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t e = 0; e < w.num_edges; e++) {
+            const ncclx_m2n_box_t *b = &scratch[e].box;
+            uint32_t position = 0;
+            const uint32_t incoming =
+                ncclx_m2n_incoming(s, d, b->dst_shard, b->src_shard, &position);
+            const uint64_t chunk = ncclx_m2n_chunk_bytes(staging, incoming, min_chunk);
+            if (chunk == 0) {
+                return NCCLX_ERROR(ncclxResourceExhausted,
+                                   "%s=%llu: destination shard %u receives from %u source "
+                                   "shards, which leaves rounds below %llu bytes",
+                                   staging_field, (unsigned long long)staging, b->dst_shard,
+                                   incoming, (unsigned long long)min_chunk);
+            }
+            if (pass == 1) {
+                ncclx_m2n_xfer_t x;
+                memset(&x, 0, sizeof(x));
+                x.peer = scratch[e].peer;
+                x.send = e < w.num_sends ? 1u : 0u; /* the schedule lists the sends first */
+                x.slot = position;
+                x.chunk = chunk;
+                x.rounds = ncclx_m2n_rounds(b->bytes, chunk);
+                x.box = *b;
+                out[e] = x;
+            }
+        }
+    }
+    *count = w.num_edges;
+    return ncclxSuccess;
 }

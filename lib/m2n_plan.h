@@ -106,7 +106,8 @@ typedef struct {
     int is_src, is_dst;
     uint32_t shard, replica; /* on the side the rank belongs to */
     uint32_t num_edges;
-    uint64_t bytes; /* sum of the edges' bytes */
+    uint32_t num_sends; /* edges[0 .. num_sends) are sends, the rest receives */
+    uint64_t bytes;     /* sum of the edges' bytes */
 } ncclx_m2n_schedule_t;
 
 /** Fills edges[0 .. capacity) with rank's transfers; ncclxResourceExhausted (naming
@@ -138,5 +139,27 @@ uint64_t ncclx_m2n_rounds(uint64_t bytes, uint64_t chunk);
  *  to the end of its run). */
 void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *src_offset,
                           uint64_t *dst_offset, uint64_t *contiguous);
+
+/** One transfer as the GPU will run it: a send (this rank packs into the peer's staging) or a
+ *  receive (this rank unpacks from its own staging); both ends of an edge compute the same
+ *  slot, chunk and rounds. */
+typedef struct {
+    uint32_t peer;
+    uint32_t send; /* 1: this rank is the source */
+    uint32_t slot; /* the edge's slice in the destination's staging (its receive order) */
+    uint32_t reserved;
+    uint64_t chunk;  /* bytes per round */
+    uint64_t rounds; /* ncclx_m2n_rounds(box.bytes, chunk) */
+    ncclx_m2n_box_t box;
+} ncclx_m2n_xfer_t;
+
+/** rank's transfers (its schedule, ncclx_m2n_schedule) with staging rounds for destinations of
+ *  `staging` bytes: ncclxResourceExhausted naming `bound` when they exceed capacity, and
+ *  naming `staging_field` when a destination's chunk would fall below min_chunk. */
+ncclxResult_t ncclx_m2n_transfers(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
+                                  uint32_t rank, uint64_t staging, uint64_t min_chunk,
+                                  const char *staging_field, ncclx_m2n_edge_t *scratch,
+                                  ncclx_m2n_xfer_t *out, uint32_t capacity, const char *bound,
+                                  uint32_t *count);
 
 #endif /* NCCLX_LIB_M2N_PLAN_H_ */
