@@ -78,6 +78,10 @@ ncclxResult_t ncclx_ep_group_unbind(ncclx_ep_group_t *group);
 
 /** One stream per group: refuses stream when the group's last operation ran on another
  *  stream and is not known complete (the error names call). */
+/** A handle a call may use: not NULL (ncclxInvalidArgument), not destroyed
+ *  (ncclxInvalidUsage); call names the entry point in the message. */
+ncclxResult_t ncclx_ep_check_live(const ncclx_ep_handle_t *h, const char *call);
+
 ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *group, ncclxStream_t stream,
                                     const char *call);
 

@@ -505,12 +505,7 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
                            "middle of one of its steps (finalize the context)",
                            g->index);
     }
-    if (!h->dispatched) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpCombine: handle %u has no completed dispatch since its last "
-                           "routing",
-                           h->index);
-    }
+    /* ncclxEpCombine has checked that the handle has a completed dispatch. */
     if (h->route_gen != g->route_gen) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpCombine: handle %u was routed before a receive overflow of "
@@ -562,11 +557,7 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_
     ncclx_ep_ht_layout_desc_t l;
     int dtype = -1;
     ncclxResult_t res = ncclxSuccess;
-    if (h == NULL || !h->live) {
-        return NCCLX_ERROR(h == NULL ? ncclxInvalidArgument : ncclxInvalidUsage,
-                           "ncclxEpHandleGetLayout: %s",
-                           h == NULL ? "handle is NULL" : "the handle was destroyed");
-    }
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpHandleGetLayout"));
     ncclx_ep_group_t *g = h->group;
     if (g->plan.algorithm != NCCLX_EP_ALGO_HT) {
         return NCCLX_ERROR(ncclxInvalidUsage,

@@ -349,7 +349,7 @@ err_release:
     return res;
 }
 
-static ncclxResult_t ncclx_check_live(const ncclx_ep_handle_t *h, const char *call)
+ncclxResult_t ncclx_ep_check_live(const ncclx_ep_handle_t *h, const char *call)
 {
     if (h == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s: handle is NULL", call);
@@ -378,7 +378,7 @@ static ncclxResult_t ncclx_check_no_send_in_flight(const ncclx_ep_handle_t *h, c
 ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t h, const ncclxTensor_t *topk_idx,
                                   ncclxStream_t stream)
 {
-    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleUpdate"));
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpHandleUpdate"));
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpHandleUpdate"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpHandleUpdate"));
     if (topk_idx == NULL) {
@@ -389,7 +389,7 @@ ncclxResult_t ncclxEpHandleUpdate(ncclxEpHandle_t h, const ncclxTensor_t *topk_i
 
 ncclxResult_t ncclxEpHandleDestroy(ncclxEpHandle_t h)
 {
-    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpHandleDestroy"));
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpHandleDestroy"));
     if (h->pending != NCCLX_EP_PENDING_NONE) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpHandleDestroy: handle %u has a send_only "
@@ -506,7 +506,7 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
                               ncclxStream_t stream)
 {
     ncclxEpDispatchArgs_t a = NCCLX_EP_DISPATCH_ARGS_INIT;
-    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpDispatch"));
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
@@ -542,7 +542,7 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
                              ncclxStream_t stream)
 {
     ncclxEpCombineArgs_t a = NCCLX_EP_COMBINE_ARGS_INIT;
-    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpCombine"));
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpCombine"));
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpCombine"));
     if (!h->dispatched) {
@@ -574,7 +574,7 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
 
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
 {
-    NCCLX_CHECK(ncclx_check_live(h, "ncclxEpComplete"));
+    NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpComplete"));
     if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpComplete: EP group %u is HT, whose dispatch and combine are "

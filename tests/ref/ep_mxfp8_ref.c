@@ -15,20 +15,6 @@
 
 #define E8M0_MAX_FINITE 254u
 
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof(u));
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof(x));
-    return x;
-}
-
 static void check_length(const char *who, size_t n)
 {
     if (n % NCCLX_REF_MXFP8_BLOCK != 0) {
@@ -39,7 +25,7 @@ static void check_length(const char *who, size_t n)
 
 uint8_t ncclx_ref_mxfp8_scale(float amax)
 {
-    uint32_t u = bits_of(fabsf(amax) * (1.0f / 448.0f)) & 0x7fffffffu;
+    uint32_t u = ncclx_ref_float_bits(fabsf(amax) * (1.0f / 448.0f)) & 0x7fffffffu;
     uint32_t e = (u >> 23) + ((u & 0x7fffffu) != 0 ? 1u : 0u);
     return (uint8_t)(e > E8M0_MAX_FINITE ? E8M0_MAX_FINITE : e);
 }
@@ -59,17 +45,17 @@ float ncclx_ref_mxfp8_block_amax(const float *x, size_t n)
 float ncclx_ref_mxfp8_multiplier(uint8_t e)
 {
     if (e == 0) {
-        return float_of(254u << 23);
+        return ncclx_ref_bits_float(254u << 23);
     }
     if (e >= E8M0_MAX_FINITE) {
-        return float_of(0x00400000u >> (e - E8M0_MAX_FINITE));
+        return ncclx_ref_bits_float(0x00400000u >> (e - E8M0_MAX_FINITE));
     }
-    return float_of((uint32_t)(254u - e) << 23);
+    return ncclx_ref_bits_float((uint32_t)(254u - e) << 23);
 }
 
 float ncclx_ref_mxfp8_scale_float(uint8_t e)
 {
-    return float_of((uint32_t)e << 23);
+    return ncclx_ref_bits_float((uint32_t)e << 23);
 }
 
 uint8_t ncclx_ref_mxfp8_encode(float v, uint8_t e)

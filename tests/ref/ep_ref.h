@@ -98,6 +98,10 @@ void ncclx_ref_combine(const ncclx_ref_case_t *c, ncclxDataType_t dtype,
                        double *const *result);
 
 /** FP8 E4M3 (round to nearest even, saturating to +-448) of x, as the GPU converts it. */
+/** The IEEE single bits of x, and the float of bits u (no conversion: a copy). */
+uint32_t ncclx_ref_float_bits(float x);
+float ncclx_ref_bits_float(uint32_t u);
+
 uint8_t ncclx_ref_float_to_e4m3(float x);
 float ncclx_ref_e4m3_to_float(uint8_t v);
 

@@ -10,14 +10,14 @@
 
 #include "ref/ep_ref.h"
 
-static uint32_t bits_of(float x)
+uint32_t ncclx_ref_float_bits(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof(u));
     return u;
 }
 
-static float float_of(uint32_t u)
+float ncclx_ref_bits_float(uint32_t u)
 {
     float x;
     memcpy(&x, &u, sizeof(x));
@@ -43,7 +43,7 @@ static uint32_t round_shift_rne(uint32_t m, uint32_t shift)
  */
 uint8_t ncclx_ref_float_to_e4m3(float x)
 {
-    uint32_t u = bits_of(x);
+    uint32_t u = ncclx_ref_float_bits(x);
     uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
     uint32_t a = u & 0x7fffffffu;
     uint32_t exp = a >> 23;
@@ -51,7 +51,7 @@ uint8_t ncclx_ref_float_to_e4m3(float x)
     if (a > 0x7f800000u) {
         return 0x7fu;
     }
-    if (a > bits_of(448.0f)) {
+    if (a > ncclx_ref_float_bits(448.0f)) {
         return (uint8_t)(sign | 0x7eu);
     }
     if (exp >= 127 - 6) {
@@ -87,7 +87,7 @@ float ncclx_ref_e4m3_to_float(uint8_t v)
  * as CUDA's __float2bfloat16_rn gives.  Overflow rounds to infinity by itself. */
 uint16_t ncclx_ref_float_to_bf16(float x)
 {
-    uint32_t u = bits_of(x);
+    uint32_t u = ncclx_ref_float_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
         return 0x7fffu;
     }
@@ -97,21 +97,21 @@ uint16_t ncclx_ref_float_to_bf16(float x)
 
 float ncclx_ref_bf16_to_float(uint16_t v)
 {
-    return float_of((uint32_t)v << 16);
+    return ncclx_ref_bits_float((uint32_t)v << 16);
 }
 
 /* FP16: bias 15, 10 mantissa bits, largest finite 65504; |x| >= 65520 (the midpoint to the
  * next power of two, a tie that goes to the even infinity) overflows.  NaN -> 0x7fff. */
 uint16_t ncclx_ref_float_to_fp16(float x)
 {
-    uint32_t u = bits_of(x);
+    uint32_t u = ncclx_ref_float_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
     uint32_t exp = a >> 23;
     if (a > 0x7f800000u) {
         return 0x7fffu;
     }
-    if (a >= bits_of(65520.0f)) {
+    if (a >= ncclx_ref_float_bits(65520.0f)) {
         return (uint16_t)(sign | 0x7c00u);
     }
     if (exp >= 127 - 14) {
@@ -119,7 +119,7 @@ uint16_t ncclx_ref_float_to_fp16(float x)
         return (uint16_t)(sign | code);
     }
     /* Subnormal: code = |x| / 2^-24 = sig * 2^(exp - 126); 2^-25 and below round to 0. */
-    if (a <= bits_of(0x1p-25f)) {
+    if (a <= ncclx_ref_float_bits(0x1p-25f)) {
         return sign;
     }
     return (uint16_t)(sign | round_shift_rne((a & 0x7fffffu) | 0x800000u, 126 - exp));
@@ -144,11 +144,11 @@ float ncclx_ref_fp16_to_float(uint16_t v)
 float ncclx_ref_fp8_scale(float amax, int round_scales)
 {
     float scale = fmaxf(amax, 1e-4f) / 448.0f;
-    uint32_t u = bits_of(scale);
+    uint32_t u = ncclx_ref_float_bits(scale);
     if (round_scales && (u & 0x7fffffu) != 0) {
         u = (u & 0xff800000u) + 0x800000u;
     }
-    return float_of(u);
+    return ncclx_ref_bits_float(u);
 }
 
 static int significand_bits(ncclxDataType_t dtype, int *min_exp)

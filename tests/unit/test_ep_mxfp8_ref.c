@@ -25,20 +25,6 @@
 
 #define BLOCK NCCLX_REF_MXFP8_BLOCK
 
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof(u));
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof(x));
-    return x;
-}
-
 /* A block of zeros with v[0 .. count - 1] in front. */
 static void fill_block(float *x, const float *v, size_t count)
 {
@@ -58,7 +44,7 @@ static uint8_t quantize_one(const float *x, uint8_t *codes, float *out)
 
 static int same_bits(float a, float b)
 {
-    return bits_of(a) == bits_of(b);
+    return ncclx_ref_float_bits(a) == ncclx_ref_float_bits(b);
 }
 
 /* 1. Every E8M0 code that a finite amax can give, its edges, 0, infinity and NaN. */
@@ -119,7 +105,8 @@ static void test_scale_codes(void **state)
 static void test_scale_floats(void **state)
 {
     (void)state;
-    assert_int_equal(bits_of(ncclx_ref_mxfp8_multiplier(254)), 0x00400000u); /* 2^-127 */
+    assert_int_equal(ncclx_ref_float_bits(ncclx_ref_mxfp8_multiplier(254)),
+                     0x00400000u); /* 2^-127 */
     assert_true(ncclx_ref_mxfp8_multiplier(253) == 0x1p-126f);
     assert_true(ncclx_ref_mxfp8_multiplier(127) == 1.0f);
     assert_true(ncclx_ref_mxfp8_multiplier(1) == 0x1p126f);
@@ -154,7 +141,7 @@ static void test_scale_independent(void **state)
 {
     (void)state;
     for (uint32_t u = 1; u < 0x7f800000u; u += 1021u) {
-        float amax = float_of(u);
+        float amax = ncclx_ref_bits_float(u);
         if (ncclx_ref_mxfp8_scale(amax) != scale_exact(amax)) {
             fail_msg("amax %a: code %u, exact %u", (double)amax, ncclx_ref_mxfp8_scale(amax),
                      scale_exact(amax));
