@@ -4,65 +4,15 @@
  * The CPU reference of EP HT dispatch/combine (tests/ref/ep_ht_ref.c) against hand-computed
  * layouts and sums: small routings worked out on paper for both layouts, drops past the
  * receive budget, the combine order, weight gradients (repeated and invalid experts), empty
- * ranks, and invariants over a random routing.  The GPU tests trust this reference, so every
- * expectation here is written down independently of its code.
+ * ranks, and invariants over a random routing (the MXFP8 combine: test_ep_ht_ref_mxfp8.c).
+ * The GPU tests trust this reference, so every expectation here is written down independently
+ * of its code.
  */
 #include "ncclx_test.h"
 
-#include <math.h>
 #include <stdlib.h>
 
-#include "ref/ep_ht_ref.h"
-
-enum { MAX_R = 8, MAX_T = 128, MAX_K = 8, MAX_H = 2 };
-
-/* One case: its routing and every rank's layout. */
-typedef struct {
-    ncclx_ht_ref_case_t c;
-    ncclx_ht_ref_routing_t rt[MAX_R];
-    int64_t idx[MAX_R][MAX_T * MAX_K];
-    float w[MAX_R][MAX_T * MAX_K];
-    ncclx_ht_ref_layout_t lay[MAX_R];
-} fixture_t;
-
-static fixture_t fx;
-
-/* w(r, t, k) = 0.125 ((r + 1) 100 + (t + 1) 10 + k): exact in float, distinct per entry. */
-static float weight_of(uint32_t r, uint32_t t, uint32_t k)
-{
-    return 0.125f * (float)((r + 1) * 100 + (t + 1) * 10 + k);
-}
-
-/* A case of R ranks with n[r] tokens each (T when n is NULL), weights w(r, t, k), topk_idx
- * all -1 (the test fills them in). */
-static void make_fixture(fixture_t *f, uint32_t R, uint32_t E, uint32_t T, uint32_t S, uint32_t K,
-                         uint32_t layout, const uint32_t *n)
-{
-    memset(f, 0, sizeof(*f));
-    f->c = (ncclx_ht_ref_case_t){R, E, T, S, K, 0, layout, 0};
-    for (uint32_t r = 0; r < R; r++) {
-        for (uint32_t i = 0; i < T * K; i++) {
-            f->idx[r][i] = -1;
-            f->w[r][i] = weight_of(r, i / K, i % K);
-        }
-        f->rt[r] = (ncclx_ht_ref_routing_t){n != NULL ? n[r] : T, f->idx[r], f->w[r]};
-    }
-}
-
-static void route_all(fixture_t *f)
-{
-    for (uint32_t r = 0; r < f->c.ranks; r++) {
-        assert_int_equal(ncclx_ht_ref_layout_alloc(&f->c, &f->lay[r]), 0);
-        assert_int_equal(ncclx_ht_ref_route(&f->c, f->rt, r, &f->lay[r]), 0);
-    }
-}
-
-static void free_all(fixture_t *f)
-{
-    for (uint32_t r = 0; r < f->c.ranks; r++) {
-        ncclx_ht_ref_layout_free(&f->lay[r]);
-    }
-}
+#include "ep_ht_ref_fixture.h"
 
 /* The token value of source s * T + t: s T + t + 1 (the 4-rank fixtures' 4 r + i + 1). */
 static float value_of(int32_t src)
@@ -674,30 +624,6 @@ static void test_empty_ranks(void **state)
 
 /* ---- a random routing: invariants ---- */
 
-static uint32_t lcg(uint64_t *state)
-{
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(*state >> 33);
-}
-
-/* R=8, E=64, T=128, K=8; experts skewed toward low ids (the min of two draws) so that the
- * low ranks receive more than S and the high ranks less; 1 entry in 16 is invalid. */
-static void make_random(fixture_t *f, uint32_t layout, uint32_t S, uint64_t seed)
-{
-    make_fixture(f, 8, 64, 128, S, 8, layout, NULL);
-    for (uint32_t r = 0; r < 8; r++) {
-        f->rt[r].num_tokens = 64 + lcg(&seed) % 65;
-        for (uint32_t i = 0; i < f->rt[r].num_tokens * 8; i++) {
-            int64_t a = lcg(&seed) % 64, b = lcg(&seed) % 64;
-            if (lcg(&seed) % 16 == 0) {
-                a = b = lcg(&seed) % 2 ? -1 : 64; /* invalid */
-            }
-            f->idx[r][i] = a < b ? a : b;
-            f->w[r][i] = (float)(lcg(&seed) % 64) * 0.125f;
-        }
-    }
-}
-
 /* Whether token (s, t) of f names expert e (or, with e < 0, any expert of rank m). */
 static int names(const fixture_t *f, uint32_t s, uint32_t t, uint32_t m, int64_t e)
 {
@@ -878,113 +804,6 @@ static void test_large_case(void **state)
     free(idx);
 }
 
-/* ---- MXFP8 combine: a rank's rows of a token are summed, then quantized once ---- */
-
-/* R=2, E=4 (L=2), hidden 32, EXPERT_MAJOR; rank 0's token 0 lists experts 0 and 1 (both on
- * rank 0), token 1 lists 0 and 2 (rank 0 and rank 1).  Expert 0's rows are A = [1, 0, ...],
- * experts 1 and 2's rows B = [0.0625, 300, 0, ...].  Worked by hand (E4M3 keeps 3 fraction
- * bits; a block's scale is the power of two 2^(e - 127) >= amax / 448):
- *  token 0: one sum on rank 0, A + B = [1.0625, 300]: amax 300, scale 2^0; 1.0625 lies half
- *           way between 1 and 1.125 and goes to the even code, 1; 300 goes to 288 (codes 288
- *           and 320 around it).  out = [1, 288].
- *  token 1: rank 0 sends A alone (scale 2^-8: 1 is exact), rank 1 sends B (scale 2^0: 0.0625
- *           exact, 300 -> 288).  out = [1.0625, 288].
- * The plain combine gives [1.0625, 300] for token 0. */
-static void test_mxfp8_combine_by_hand(void **state)
-{
-    enum { H = 32 };
-    static float rows[2][4 * H];
-    static float out[2 * H];
-    const float *expert_out[2] = {rows[0], rows[1]};
-    (void)state;
-    make_fixture(&fx, 2, 4, 2, 0, 2, NCCLX_EP_LAYOUT_EXPERT_MAJOR, (const uint32_t[]){2, 0});
-    fx.idx[0][0] = 0;
-    fx.idx[0][1] = 1;
-    fx.idx[0][2] = 0;
-    fx.idx[0][3] = 2;
-    route_all(&fx);
-    memset(rows, 0, sizeof(rows));
-    for (uint32_t j = 0; j < 2; j++) {
-        for (uint32_t row = 0; row < fx.lay[j].rows; row++) {
-            const int expert = (int)j * 2 + fx.lay[j].row_expert[row];
-            if (fx.lay[j].row_source[row] < 0) {
-                continue;
-            }
-            rows[j][row * H] = expert == 0 ? 1.0f : 0.0625f;
-            rows[j][row * H + 1] = expert == 0 ? 0.0f : 300.0f;
-        }
-    }
-    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), 0);
-    assert_true(out[0] == 1.0f && out[1] == 288.0f);
-    assert_true(out[H] == 1.0625f && out[H + 1] == 288.0f);
-    for (uint32_t h = 2; h < H; h++) {
-        assert_true(out[h] == 0.0f && out[H + h] == 0.0f);
-    }
-    assert_int_equal(ncclx_ht_ref_combine(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), 0);
-    assert_true(out[0] == 1.0625f && out[1] == 300.0f);
-    /* Refused: hidden not a multiple of 32, and FLAT. */
-    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, 16, 0, out), -1);
-    free_all(&fx);
-    make_fixture(&fx, 2, 4, 2, 0, 2, NCCLX_EP_LAYOUT_FLAT, (const uint32_t[]){2, 0});
-    route_all(&fx);
-    assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, 0, out), -1);
-    free_all(&fx);
-}
-
-/* The MXFP8 combine stays within the quantizer's error bound of the plain combine, element by
- * element, over a random routing with drops and values spread over 2^-140 .. 2^20: each rank's
- * partial sum of a token is off by at most its block amax / 14 (half an E4M3 step at the top
- * binade, the scale at most 2 amax / 448), bounded here by the sum of its rows' block maxima,
- * plus 2^-134 for blocks too small for any normal scale. */
-static void test_mxfp8_within_bound(void **state)
-{
-    enum { H = 64, SL = 300 };
-    static float rows[8][SL * H], plain[128 * H], mx[128 * H];
-    const float *expert_out[8];
-    uint64_t seed = 7;
-    (void)state;
-    make_random(&fx, NCCLX_EP_LAYOUT_EXPERT_MAJOR, SL, 99);
-    route_all(&fx);
-    for (uint32_t j = 0; j < 8; j++) {
-        for (uint32_t i = 0; i < SL * H; i++) {
-            const float m = (float)((int)(lcg(&seed) % 256) - 128) / 64.0f;
-            const int e =
-                (i / 32) % 5 == 0 ? -140 + (int)(lcg(&seed) % 10) : (int)(lcg(&seed) % 41) - 20;
-            rows[j][i] = ldexpf(m, e);
-        }
-        expert_out[j] = rows[j];
-    }
-    for (uint32_t r = 0; r < 8; r++) {
-        int changed = 0;
-        assert_int_equal(ncclx_ht_ref_combine(&fx.c, fx.rt, fx.lay, expert_out, H, r, plain), 0);
-        assert_int_equal(ncclx_ht_ref_combine_mxfp8(&fx.c, fx.rt, fx.lay, expert_out, H, r, mx), 0);
-        for (uint32_t t = 0; t < fx.rt[r].num_tokens; t++) {
-            for (uint32_t h = 0; h < H; h++) {
-                double bound = ldexp(1.0, -134);
-                for (uint32_t j = 0; j < 8; j++) {
-                    for (uint32_t row = 0; row < fx.lay[j].rows; row++) {
-                        float amax = 0.0f;
-                        if (fx.lay[j].row_source[row] != (int32_t)(r * 128 + t)) {
-                            continue;
-                        }
-                        for (uint32_t i = h / 32 * 32; i < h / 32 * 32 + 32; i++) {
-                            amax = fmaxf(amax, fabsf(rows[j][row * H + i]));
-                        }
-                        bound += amax / 14.0;
-                    }
-                }
-                if (!(fabs((double)mx[t * H + h] - plain[t * H + h]) <= bound)) {
-                    fail_msg("rank %u token %u [%u]: mxfp8 %g, plain %g, bound %g", r, t, h,
-                             (double)mx[t * H + h], (double)plain[t * H + h], bound);
-                }
-                changed |= mx[t * H + h] != plain[t * H + h];
-            }
-        }
-        assert_true(changed); /* the quantizer did change something */
-    }
-    free_all(&fx);
-}
-
 static void test_bad_arguments(void **state)
 {
     ncclx_ht_ref_layout_t l;
@@ -1029,8 +848,6 @@ int main(void)
         cmocka_unit_test(test_empty_ranks),
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_large_case),
-        cmocka_unit_test(test_mxfp8_combine_by_hand),
-        cmocka_unit_test(test_mxfp8_within_bound),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
