@@ -9,7 +9,8 @@
  *   log.h      logging level, destination and callback
  *   env.h      the NCCLX_* environment variables
  *   init.h     contexts: ncclxInit, ncclxInitWithComm, ncclxFinalize
- *   ep.h       MoE dispatch/combine (LL), handles, loopback teams
+ *   ep.h       MoE dispatch/combine (LL and HT), handles, loopback teams
+ *   m2n.h      M2N: reshard a distributed tensor between two meshes of ranks
  *   placement.h  GPU, CPU/NUMA binding and NIC choice (ncclxPlacementDecide)
  */
 #ifndef NCCLX_H_
@@ -23,6 +24,7 @@
 #include <ncclx/env.h>
 #include <ncclx/init.h>
 #include <ncclx/ep.h>
+#include <ncclx/m2n.h>
 #include <ncclx/placement.h>
 
 #endif /* NCCLX_H_ */

@@ -12,6 +12,7 @@
 
 #include "context.h"
 #include "gpu_check.h"
+#include "m2n_engine.h"
 #include "struct.h"
 
 /*
@@ -231,11 +232,13 @@ static ncclxResult_t ncclx_context_measure(struct ncclxContext *ctx, size_t byte
     return ncclxSuccess;
 }
 
-/* Zeroed arenas and peer table, then the groups (each binds its kernels' descriptors). */
+/* Zeroed arenas and peer table, then the groups and the M2N engine (each binds its kernels'
+ * descriptors). */
 static ncclxResult_t ncclx_context_prepare(struct ncclxContext *ctx)
 {
     NCCLX_CHECK(ncclx_context_prepare_device(ctx));
-    return ncclx_context_build_groups(ctx);
+    NCCLX_CHECK(ncclx_context_build_groups(ctx));
+    return ncclx_m2n_bind(ctx);
 }
 
 ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym)
@@ -413,6 +416,7 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
     }
     if (ctx->sym != NULL) {
         first = ncclx_first_error(first, ncclx_context_unbind_groups(ctx));
+        first = ncclx_first_error(first, ncclx_m2n_unbind(ctx));
         first = ncclx_first_error(first, ctx->sym->free(ctx));
         first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas));
         ctx->sym = NULL;

@@ -88,6 +88,7 @@ struct ncclxContext {
     cudaStream_t stream; /* init/finalize work, non-blocking */
     void **peer_table;   /* device: lsa_size pointers into the symmetric arenas */
     ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
+    struct ncclx_m2n *m2n; /* the M2N engine (lib/m2n.c), NULL without M2N staging */
     ncclxContextInfo_t info;
     void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */
     ncclxPlacement_t placement; /* what ncclxInit decided and applied */

@@ -325,23 +325,6 @@ ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom
     return ncclxSuccess;
 }
 
-uint64_t ncclx_m2n_chunk_bytes(uint64_t staging, uint32_t edges, uint64_t min_chunk)
-{
-    const uint64_t chunk = edges == 0 ? 0 : staging / edges / 2 / 16 * 16;
-    return chunk >= min_chunk && chunk > 0 ? chunk : 0;
-}
-
-uint64_t ncclx_m2n_slice_offset(uint64_t chunk, uint32_t e, uint32_t h)
-{
-    return ((uint64_t)e * 2 + h) * chunk;
-}
-
-uint64_t ncclx_m2n_rounds(uint64_t bytes, uint64_t chunk)
-{
-    const uint64_t r = (bytes + chunk - 1) / chunk;
-    return r == 0 ? 1 : r;
-}
-
 void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *src_offset,
                           uint64_t *dst_offset, uint64_t *contiguous)
 {
@@ -352,59 +335,167 @@ void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *sr
     *contiguous = box->run - in_run;
 }
 
-/* A destination shard's incoming edges: how many source shards overlap it, and the position of
- * source shard i among them (ascending shard: the receive order of ncclx_m2n_schedule). */
-static uint32_t ncclx_m2n_incoming(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t j,
-                                   uint32_t i, uint32_t *position)
+/* How many shards of `other` overlap shard i of `side` (shards cut one dim each). */
+static uint32_t ncclx_m2n_overlapping(const ncclx_m2n_geom_t *side, const ncclx_m2n_geom_t *other,
+                                      uint32_t i)
 {
-    ncclx_m2n_box_t b;
-    uint32_t n = 0;
-    for (uint32_t x = 0; x < s->shards; x++) {
-        if (x == i) {
-            *position = n;
-        }
-        n += (uint32_t)ncclx_m2n_overlap(s, d, x, j, &b);
+    const uint32_t k = side->shard_dim;
+    if (other->shard_dim != k) {
+        return other->shards; /* the cuts cross: every shard of other meets shard i */
     }
-    return n;
+    const uint64_t lo = i * side->local[k], hi = lo + side->local[k];
+    return (uint32_t)((hi - 1) / other->local[k] - lo / other->local[k] + 1);
 }
 
-ncclxResult_t ncclx_m2n_transfers(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
-                                  uint32_t rank, uint64_t staging, uint64_t min_chunk,
-                                  const char *staging_field, ncclx_m2n_edge_t *scratch,
-                                  ncclx_m2n_xfer_t *out, uint32_t capacity, const char *bound,
-                                  uint32_t *count)
+uint32_t ncclx_m2n_transfer_bound(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d)
 {
-    ncclx_m2n_schedule_t w;
-    NCCLX_CHECK(ncclx_m2n_schedule(s, d, rank, scratch, capacity, bound, &w));
-    /* Every destination this rank touches must get rounds of at least min_chunk: checked
-     * before anything is written. */
-    for (uint32_t pass = 0; pass < 2; pass++) {
-        for (uint32_t e = 0; e < w.num_edges; e++) {
-            const ncclx_m2n_box_t *b = &scratch[e].box;
-            uint32_t position = 0;
-            const uint32_t incoming =
-                ncclx_m2n_incoming(s, d, b->dst_shard, b->src_shard, &position);
-            const uint64_t chunk = ncclx_m2n_chunk_bytes(staging, incoming, min_chunk);
-            if (chunk == 0) {
-                return NCCLX_ERROR(ncclxResourceExhausted,
-                                   "%s=%llu: destination shard %u receives from %u source "
-                                   "shards, which leaves rounds below %llu bytes",
-                                   staging_field, (unsigned long long)staging, b->dst_shard,
-                                   incoming, (unsigned long long)min_chunk);
-            }
-            if (pass == 1) {
-                ncclx_m2n_xfer_t x;
-                memset(&x, 0, sizeof(x));
-                x.peer = scratch[e].peer;
-                x.send = e < w.num_sends ? 1u : 0u; /* the schedule lists the sends first */
-                x.slot = position;
-                x.chunk = chunk;
-                x.rounds = ncclx_m2n_rounds(b->bytes, chunk);
-                x.box = *b;
-                out[e] = x;
+    /* A source replica serves at most ceil(Rd / Rs) destination replicas of each shard. */
+    const uint32_t served =
+        s->replicas < d->replicas ? (d->replicas + s->replicas - 1) / s->replicas : 1;
+    uint32_t sends = 0, recvs = 0;
+    for (uint32_t i = 0; i < s->shards; i++) {
+        const uint32_t n = ncclx_m2n_overlapping(s, d, i);
+        sends = n > sends ? n : sends;
+    }
+    for (uint32_t j = 0; j < d->shards; j++) {
+        const uint32_t n = ncclx_m2n_overlapping(d, s, j);
+        recvs = n > recvs ? n : recvs;
+    }
+    /* Both only in a self copy; the sum bounds either way. */
+    return sends * served + recvs;
+}
+
+/* Sort key of a pair: (source, destination) in rank order; a self copy's send comes first. */
+static uint64_t ncclx_m2n_pair_key(const ncclx_m2n_pair_t *p, uint32_t rank, uint32_t world)
+{
+    const uint64_t src = p->send ? rank : p->peer, dst = p->send ? p->peer : rank;
+    return ((src * world + dst) << 1) | (p->send ? 0u : 1u);
+}
+
+static ncclxResult_t ncclx_m2n_find_pair(ncclx_m2n_rank_plan_t *o, uint32_t peer, uint32_t send,
+                                         uint32_t *index)
+{
+    for (uint32_t k = 0; k < o->num_pairs; k++) {
+        if (o->pairs[k].peer == peer && o->pairs[k].send == send) {
+            *index = k;
+            return ncclxSuccess;
+        }
+    }
+    if (o->num_pairs == NCCLX_M2N_MAX_PEERS) {
+        return NCCLX_ERROR(ncclxResourceExhausted,
+                           "this launch has more than NCCLX_M2N_MAX_PEERS=%u (peer, direction) "
+                           "pairs on one rank",
+                           NCCLX_M2N_MAX_PEERS);
+    }
+    memset(&o->pairs[o->num_pairs], 0, sizeof(o->pairs[0]));
+    o->pairs[o->num_pairs].peer = peer;
+    o->pairs[o->num_pairs].send = send;
+    *index = o->num_pairs++;
+    return ncclxSuccess;
+}
+
+/* One block per pair, the rest of the budget shared by bytes; or, with more pairs than the
+ * budget, pair k on block k % budget. */
+static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
+{
+    const uint32_t n = o->num_pairs;
+    uint64_t total = 0;
+    uint32_t cursor = 0;
+    budget = budget < 2 ? 2 : budget; /* a self copy's two ends never share a block */
+    if (n == 0) {
+        o->blocks = 1; /* the vote */
+        return;
+    }
+    if (n > budget) {
+        for (uint32_t k = 0; k < n; k++) {
+            o->pairs[k].first_block = k % budget;
+            o->pairs[k].blocks = 1;
+        }
+        o->blocks = budget;
+        return;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        total += o->pairs[k].bytes;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        const double share = total ? (double)o->pairs[k].bytes / (double)total : 0.0;
+        o->pairs[k].first_block = cursor;
+        o->pairs[k].blocks = 1 + (uint32_t)((double)(budget - n) * share);
+        cursor += o->pairs[k].blocks;
+    }
+    o->blocks = cursor;
+}
+
+ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
+                                  uint32_t rank, uint32_t world, uint32_t budget,
+                                  ncclx_m2n_edge_t *scratch, ncclx_m2n_rank_plan_t *out)
+{
+    ncclx_m2n_rank_plan_t *o = out;
+    uint32_t cursor[NCCLX_M2N_MAX_PEERS];
+    o->num_pairs = o->num_boxes = 0;
+    o->blocks = 1;
+    o->reserved = 0;
+    /* Pass 1: the pairs and how many boxes each has. */
+    for (uint32_t e = 0; e < n; e++) {
+        ncclx_m2n_schedule_t w;
+        NCCLX_CHECK(ncclx_m2n_schedule(&s[e], &d[e], rank, scratch,
+                                       NCCLX_M2N_MAX_TRANSFERS - o->num_boxes,
+                                       "NCCLX_M2N_MAX_TRANSFERS (what is left of it in this launch)",
+                                       &w));
+        for (uint32_t k = 0; k < w.num_edges; k++) {
+            uint32_t p;
+            NCCLX_CHECK(ncclx_m2n_find_pair(o, scratch[k].peer, k < w.num_sends, &p));
+            o->pairs[p].num_boxes++;
+            o->num_boxes++;
+        }
+    }
+    /* Pairs in (source, destination) order: insertion sort, at most NCCLX_M2N_MAX_PEERS. */
+    for (uint32_t a = 1; a < o->num_pairs; a++) {
+        const ncclx_m2n_pair_t x = o->pairs[a];
+        const uint64_t key = ncclx_m2n_pair_key(&x, rank, world);
+        uint32_t b = a;
+        for (; b > 0 && ncclx_m2n_pair_key(&o->pairs[b - 1], rank, world) > key; b--) {
+            o->pairs[b] = o->pairs[b - 1];
+        }
+        o->pairs[b] = x;
+    }
+    for (uint32_t p = 0, first = 0; p < o->num_pairs; p++) {
+        o->pairs[p].first_box = first;
+        cursor[p] = first;
+        first += o->pairs[p].num_boxes;
+    }
+    /* Pass 2: each box at its pair's cursor (tensor order within a pair), then the streams. */
+    for (uint32_t e = 0; e < n; e++) {
+        ncclx_m2n_schedule_t w;
+        NCCLX_CHECK(ncclx_m2n_schedule(&s[e], &d[e], rank, scratch, NCCLX_M2N_MAX_TRANSFERS,
+                                       "NCCLX_M2N_MAX_TRANSFERS", &w));
+        for (uint32_t k = 0; k < w.num_edges; k++) {
+            const uint32_t send = k < w.num_sends;
+            const ncclx_m2n_box_t *b = &scratch[k].box;
+            uint32_t p;
+            ncclx_m2n_run_t *r;
+            NCCLX_CHECK(ncclx_m2n_find_pair(o, scratch[k].peer, send, &p));
+            r = &o->boxes[cursor[p]++];
+            memset(r, 0, sizeof(*r));
+            r->entry = e;
+            r->offset = send ? b->src_offset : b->dst_offset;
+            r->run = b->run;
+            r->bytes = b->bytes;
+            for (uint32_t a = 0; a < 2; a++) {
+                r->pieces[a] = b->pieces[a];
+                r->stride[a] = send ? b->src_stride[a] : b->dst_stride[a];
             }
         }
     }
-    *count = w.num_edges;
+    for (uint32_t p = 0; p < o->num_pairs; p++) {
+        uint64_t at = 0;
+        for (uint32_t k = 0; k < o->pairs[p].num_boxes; k++) {
+            ncclx_m2n_run_t *r = &o->boxes[o->pairs[p].first_box + k];
+            r->begin = (at + 15) / 16 * 16;
+            at = r->begin + r->bytes;
+        }
+        o->pairs[p].bytes = at;
+    }
+    ncclx_m2n_assign_blocks(o, budget);
     return ncclxSuccess;
 }

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * M2N transfer planning on the host (groundwork of the resharding issue; no public API uses it
- * yet).  A distributed tensor lives on a mesh of ranks: 1 or 2 mesh axes over a contiguous
- * interval of the context's ranks, row-major; per mesh axis, its placement replicates the
+ * M2N transfer planning on the host (include/ncclx/m2n.h; lib/m2n.c runs what it plans).  A
+ * distributed tensor lives on a mesh of ranks: 1 or 2 mesh axes over a contiguous interval of the context's ranks, row-major; per mesh axis, its placement replicates the
  * tensor or shards one tensor dim evenly.  Moving a tensor from a source layout to a
  * destination layout is planned as boxes: for each (source shard i, destination shard j)
  * pair, their overlap in global coordinates, cut into runs of contiguous bytes in both local
@@ -19,16 +18,8 @@
 
 #include <ncclx.h>
 
-#define NCCLX_M2N_MAX_TENSOR_DIMS 3
-#define NCCLX_M2N_MAX_MESH_DIMS   2
-#define NCCLX_M2N_REPLICATE       (-1) /* placement of a mesh axis; d >= 0: shard tensor dim d */
-
-/** A mesh: ndims axes of dims[] ranks over [start_rank, start_rank + product), row-major. */
-typedef struct {
-    uint32_t ndims;
-    uint32_t dims[NCCLX_M2N_MAX_MESH_DIMS];
-    uint32_t start_rank;
-} ncclx_m2n_mesh_t;
+/** A mesh, as the public API describes it (include/ncclx/m2n.h). */
+typedef ncclxM2nMesh_t ncclx_m2n_mesh_t;
 
 /** One side of a reshard as the caller describes it (local tile shape in elements). */
 typedef struct {
@@ -116,50 +107,55 @@ ncclxResult_t ncclx_m2n_schedule(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom
                                  uint32_t rank, ncclx_m2n_edge_t *edges, uint32_t capacity,
                                  const char *bound, ncclx_m2n_schedule_t *out);
 
-/*
- * Staging in rounds.  A destination rank's staging area (the plan's staging bytes, symmetric
- * memory) is cut into one slice per incoming edge (in the order of its schedule), and each
- * slice into two halves, so that a source packs round k + 1 while the destination unpacks round
- * k.  Round k of an edge carries bytes [k * chunk, (k + 1) * chunk) of the edge's box, read in
- * box order (piece (a0, a1) outer, a1 fastest, then the run).
- */
-
-/** Bytes of one round of an edge (one half of its slice, 16-byte multiple) when a destination
- *  with `staging` bytes receives `edges` edges; 0 when that is below `min_chunk`. */
-uint64_t ncclx_m2n_chunk_bytes(uint64_t staging, uint32_t edges, uint64_t min_chunk);
-
-/** Offset of edge e's slice (half h) in its destination's staging area. */
-uint64_t ncclx_m2n_slice_offset(uint64_t chunk, uint32_t e, uint32_t h);
-
-/** Rounds that an edge of `bytes` bytes takes with rounds of `chunk` bytes (at least 1). */
-uint64_t ncclx_m2n_rounds(uint64_t bytes, uint64_t chunk);
-
-/** Where byte `pos` of the box (0 <= pos < box->bytes, box order) lies: its offsets in the
- *  source and destination tiles, and how many bytes from there on stay contiguous in both (up
- *  to the end of its run). */
+/** Where byte `pos` of the box (0 <= pos < box->bytes, box order: piece (a0, a1) outer, a1
+ *  fastest, then the run) lies: its offsets in the source and destination tiles, and how many
+ *  bytes from there on stay contiguous in both (up to the end of its run). */
 void ncclx_m2n_box_locate(const ncclx_m2n_box_t *box, uint64_t pos, uint64_t *src_offset,
                           uint64_t *dst_offset, uint64_t *contiguous);
 
-/** One transfer as the GPU will run it: a send (this rank packs into the peer's staging) or a
- *  receive (this rank unpacks from its own staging); both ends of an edge compute the same
- *  slot, chunk and rounds. */
-typedef struct {
-    uint32_t peer;
-    uint32_t send; /* 1: this rank is the source */
-    uint32_t slot; /* the edge's slice in the destination's staging (its receive order) */
-    uint32_t reserved;
-    uint64_t chunk;  /* bytes per round */
-    uint64_t rounds; /* ncclx_m2n_rounds(box.bytes, chunk) */
-    ncclx_m2n_box_t box;
-} ncclx_m2n_xfer_t;
+/** The most transfers any one rank can have in a reshard of s into d (an upper bound, the same
+ *  on every rank: the launch bounds are checked with it, so every rank splits a group alike). */
+uint32_t ncclx_m2n_transfer_bound(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d);
 
-/** rank's transfers (its schedule, ncclx_m2n_schedule) with staging rounds for destinations of
- *  `staging` bytes: ncclxResourceExhausted naming `bound` when they exceed capacity, and
- *  naming `staging_field` when a destination's chunk would fall below min_chunk. */
-ncclxResult_t ncclx_m2n_transfers(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d,
-                                  uint32_t rank, uint64_t staging, uint64_t min_chunk,
-                                  const char *staging_field, ncclx_m2n_edge_t *scratch,
-                                  ncclx_m2n_xfer_t *out, uint32_t capacity, const char *bound,
-                                  uint32_t *count);
+/*
+ * A launch as one rank runs it.  Its transfers with one peer in one direction form a pair: the
+ * pair's boxes (one per tensor of the launch, in tensor order) laid end to end, each starting
+ * at a 16-byte multiple, make the pair's stream, which moves in rounds through the source's
+ * ring of slices at the destination.  Both ends list the same boxes in the same order.  Pairs
+ * are sorted by (source rank, destination rank); blocks take them in that order.
+ */
+typedef struct {
+    uint32_t peer, send; /* send: this rank is the source */
+    uint32_t first_box, num_boxes;
+    uint32_t first_block, blocks;
+    uint64_t bytes; /* the stream's length */
+} ncclx_m2n_pair_t;
+
+typedef struct {
+    uint32_t entry; /* the tensor of the launch (whose tile the box lies in) */
+    uint32_t reserved;
+    uint64_t offset; /* this rank's side: tile offset of piece (0, 0) */
+    uint64_t run, pieces[2], stride[2];
+    uint64_t begin, bytes; /* place in the pair's stream */
+} ncclx_m2n_run_t;
+
+typedef struct {
+    uint32_t num_pairs, num_boxes;
+    uint32_t blocks; /* grid: at least 1, at most max(budget, num_pairs) */
+    uint32_t reserved;
+    ncclx_m2n_pair_t pairs[NCCLX_M2N_MAX_PEERS];
+    ncclx_m2n_run_t boxes[NCCLX_M2N_MAX_TRANSFERS];
+} ncclx_m2n_rank_plan_t;
+
+/**
+ * rank's part of a launch of n tensors (s[e] into d[e]) in a context of world ranks, with
+ * `budget` blocks: every pair gets one block and the rest are shared in proportion to the
+ * pairs' bytes; with more pairs than the budget, pair k goes to block k % budget.  scratch
+ * holds NCCLX_M2N_MAX_TRANSFERS edges.  ncclxResourceExhausted naming NCCLX_M2N_MAX_TRANSFERS
+ * or NCCLX_M2N_MAX_PEERS when the launch does not fit.
+ */
+ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
+                                  uint32_t rank, uint32_t world, uint32_t budget,
+                                  ncclx_m2n_edge_t *scratch, ncclx_m2n_rank_plan_t *out);
 
 #endif /* NCCLX_LIB_M2N_PLAN_H_ */

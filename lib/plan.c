@@ -145,6 +145,7 @@ static const ncclx_plan_field_t ncclx_team_fields[] = {
 static const ncclx_plan_field_t ncclx_plan_fields[] = {
     NCCLX_FIELD(ncclxPlan_t, num_ep_groups),
     NCCLX_FIELD(ncclxPlan_t, m2n_staging_bytes),
+    NCCLX_FIELD(ncclxPlan_t, m2n_max_group_entries),
 };
 
 static const ncclx_plan_field_t ncclx_group_fields[] = {
@@ -171,7 +172,7 @@ static const ncclx_plan_field_t ncclx_group_fields[] = {
 _Static_assert(offsetof(ncclxEpGroupPlan_t, reserved1) + sizeof(uint32_t) ==
                    sizeof(ncclxEpGroupPlan_t),
                "a new ncclxEpGroupPlan_t field must be added to ncclx_group_fields");
-_Static_assert(offsetof(ncclxPlan_t, host_block_bytes) + sizeof(size_t) == sizeof(ncclxPlan_t),
+_Static_assert(offsetof(ncclxPlan_t, reserved1) + sizeof(uint32_t) == sizeof(ncclxPlan_t),
                "a new ncclxPlan_t field must be added to ncclx_plan_fields (or left out on "
                "purpose)");
 _Static_assert(offsetof(ncclxTeam_t, reserved0) + sizeof(uint32_t) == sizeof(ncclxTeam_t),

@@ -266,11 +266,42 @@ static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
                                gi, norm->team.num_ranks, norm->team.lsa_size);
         }
     }
-    if (norm->plan.m2n_staging_bytes != 0) {
+    if (norm->plan.m2n_staging_bytes != 0 && norm->team.lsa_size != norm->team.num_ranks) {
         return NCCLX_ERROR(ncclxUnsupported,
-                           "plan.m2n_staging_bytes=%" PRIu64 ": M2N resharding is not "
-                           "implemented in this release; leave 0",
-                           (uint64_t)norm->plan.m2n_staging_bytes);
+                           "plan.m2n_staging_bytes=%" PRIu64 " on a team of %u ranks of which %u "
+                           "reach each other by load/store: M2N between load/store domains is "
+                           "not implemented in this release",
+                           (uint64_t)norm->plan.m2n_staging_bytes, norm->team.num_ranks,
+                           norm->team.lsa_size);
+    }
+    return ncclxSuccess;
+}
+
+/* The M2N budget: a ring of NCCLX_M2N_MIN_STAGING_PER_RANK bytes at least per source rank,
+ * and group entries only with staging. */
+static ncclxResult_t ncclx_check_m2n(const ncclxPlan_t *plan, const ncclxTeam_t *team)
+{
+    const uint64_t least = (uint64_t)team->num_ranks * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    if (plan->m2n_staging_bytes == 0) {
+        if (plan->m2n_max_group_entries != 0) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "plan.m2n_max_group_entries=%u but plan.m2n_staging_bytes is 0 "
+                               "(no M2N)",
+                               plan->m2n_max_group_entries);
+        }
+        return ncclxSuccess;
+    }
+    if (plan->m2n_staging_bytes < least) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "plan.m2n_staging_bytes=%" PRIu64 ": a team of %u ranks needs at least "
+                           "%" PRIu64 " (%u bytes per rank: a ring of 4 slices of 4 KiB from "
+                           "each source)",
+                           (uint64_t)plan->m2n_staging_bytes, team->num_ranks, least,
+                           NCCLX_M2N_MIN_STAGING_PER_RANK);
+    }
+    if (plan->m2n_max_group_entries > NCCLX_M2N_MAX_GROUP_ENTRIES) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "plan.m2n_max_group_entries=%u exceeds %u",
+                           plan->m2n_max_group_entries, NCCLX_M2N_MAX_GROUP_ENTRIES);
     }
     return ncclxSuccess;
 }
@@ -278,6 +309,7 @@ static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
 ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm)
 {
     NCCLX_CHECK(ncclx_check_team(&norm->team));
+    NCCLX_CHECK(ncclx_check_m2n(&norm->plan, &norm->team));
     if (norm->plan.host_block != NULL && ((uintptr_t)norm->plan.host_block % NCCLX_HOST_ALIGN)) {
         return NCCLX_ERROR(ncclxInvalidArgument, "plan.host_block=%p is not aligned to %u bytes",
                            norm->plan.host_block, NCCLX_HOST_ALIGN);
@@ -322,6 +354,9 @@ ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team
                            "plan.num_ep_groups=%u but plan.ep_groups is "
                            "NULL",
                            norm->plan.num_ep_groups);
+    }
+    if (norm->plan.m2n_staging_bytes != 0 && norm->plan.m2n_max_group_entries == 0) {
+        norm->plan.m2n_max_group_entries = NCCLX_M2N_DEFAULT_GROUP_ENTRIES;
     }
     norm->num_groups = norm->plan.num_ep_groups;
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {

@@ -9,6 +9,7 @@
 #include "ep_group.h"
 #include "ep_ht.h"
 #include "error.h"
+#include "m2n_engine.h"
 #include "plan_internal.h"
 #include "pool.h"
 
@@ -165,11 +166,36 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     return ncclxSuccess;
 }
 
+/* The M2N engine's regions, all empty without M2N staging. */
+static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
+                                      ncclx_plan_regions_t *regions)
+{
+    const int on = norm->plan.m2n_staging_bytes != 0;
+    const size_t ranks = norm->team.num_ranks;
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N staging",
+                              norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N signals",
+                              on ? NCCLX_M2N_SIGNAL_WORDS * ranks * sizeof(uint64_t) : 0, 1,
+                              &regions->m2n_signals));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N state",
+                              on ? NCCLX_M2N_STATE_BYTES : 0, 1, &regions->m2n_state));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N round counts",
+                              on ? NCCLX_M2N_COUNT_WORDS * ranks * sizeof(uint64_t) : 0, 1,
+                              &regions->m2n_counts));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "M2N status",
+                              on ? NCCLX_STATUS_BYTES : 0, 1, &regions->m2n_status));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N engine",
+                              on ? ncclx_m2n_engine_bytes() : 0, 1, &regions->m2n_engine));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N group entries",
+                              ncclx_m2n_entry_bytes(), norm->plan.m2n_max_group_entries,
+                              &regions->m2n_entries));
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
                                 ncclx_plan_regions_t *regions)
 {
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N staging",
-                              norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
+    NCCLX_CHECK(ncclx_layout_m2n(layout, norm, regions));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "LSA peer pointer table",
                               sizeof(void *), norm->team.lsa_size, &regions->peer_table));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "context scratch",

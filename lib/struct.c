@@ -5,6 +5,7 @@
 
 #include <ncclx/ep.h>
 #include <ncclx/init.h>
+#include <ncclx/m2n.h>
 #include <ncclx/placement.h>
 #include <ncclx/plan.h>
 

@@ -32,6 +32,7 @@
 #define NCCLX_EP_LAYOUT_INFO_SIZE_V1  168u
 #define NCCLX_EP_HT_BUFFERS_SIZE_V1   56u
 #define NCCLX_EP_HANDLE_STATE_SIZE_V1 32u
+#define NCCLX_M2N_TENSOR_SIZE_V1      80u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -58,7 +59,8 @@
     X(ncclxEpLayoutInfo_t, NCCLX_MAGIC_EP_LAYOUT_INFO, NCCLX_EP_LAYOUT_INFO_SIZE_V1, recv_total) \
     X(ncclxEpHtBuffers_t, NCCLX_MAGIC_EP_HT_BUFFERS, NCCLX_EP_HT_BUFFERS_SIZE_V1, reserved0)     \
     X(ncclxEpHandleState_t, NCCLX_MAGIC_EP_HANDLE_STATE, NCCLX_EP_HANDLE_STATE_SIZE_V1,          \
-      global_expert_ids)
+      global_expert_ids)                                                                         \
+    X(ncclxM2nTensor_t, NCCLX_MAGIC_M2N_TENSOR, NCCLX_M2N_TENSOR_SIZE_V1, placements)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

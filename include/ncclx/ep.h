@@ -64,9 +64,6 @@
 extern "C" {
 #endif
 
-/** A CUDA stream (cudaStream_t), declared here so that this header needs no CUDA header. */
-typedef struct CUstream_st *ncclxStream_t;
-
 typedef struct ncclxEpGroup *ncclxEpGroup_t;
 typedef struct ncclxEpHandle *ncclxEpHandle_t;
 

@@ -35,6 +35,9 @@
 extern "C" {
 #endif
 
+/** A CUDA stream (cudaStream_t), declared here so that the headers need no CUDA header. */
+typedef struct CUstream_st *ncclxStream_t;
+
 /** An initialized library instance (opaque). */
 typedef struct ncclxContext *ncclxContext_t;
 

@@ -35,7 +35,12 @@ typedef enum {
     NCCLX_UINT8 = 6,      /**< raw bytes (forwarded untouched) */
     NCCLX_INT32 = 7,
     NCCLX_INT64 = 8,
-    NCCLX_NUM_DATA_TYPES = 9
+    NCCLX_NUM_DATA_TYPES = 9, /**< the types above: those an EP plan may name */
+    /* Since 0.2, for M2N (which moves bytes of any type): */
+    NCCLX_INT8 = 9,
+    NCCLX_UINT32 = 10,
+    NCCLX_UINT64 = 11,
+    NCCLX_FLOAT64 = 12
 } ncclxDataType_t;
 
 /** A set of data types, as in ncclxEpGroupPlan_t.token_dtypes. */
@@ -120,14 +125,23 @@ typedef struct {
     uint32_t num_ep_groups; /**< entries in ep_groups */
     uint32_t reserved0;
     const ncclxEpGroupPlan_t *const *ep_groups; /**< one pointer per group (each versioned) */
-    uint64_t m2n_staging_bytes;                 /**< M2N staging (planned: must be 0 today) */
+    uint64_t m2n_staging_bytes; /**< M2N staging ring per rank (symmetric); 0 = no M2N.  At
+                                     least num_ranks * NCCLX_M2N_MIN_STAGING_PER_RANK */
     void *host_block;        /**< caller memory for the host class, or NULL: libncclx allocates */
     size_t host_block_bytes; /**< size of host_block */
+    /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults below). */
+    uint32_t m2n_max_group_entries; /**< M2N: tensors one group may record; 0 = 128 with M2N */
+    uint32_t reserved1;
 } ncclxPlan_t;
+
+/** The least M2N staging per rank of the team: 4 slices of 4 KiB from every source. */
+#define NCCLX_M2N_MIN_STAGING_PER_RANK 16384u
+#define NCCLX_M2N_DEFAULT_GROUP_ENTRIES 128u
+#define NCCLX_M2N_MAX_GROUP_ENTRIES     65536u
 
 #define NCCLX_PLAN_INIT                                                                 \
     {                                                                                   \
-        NCCLX_STRUCT_HEADER_INIT(ncclxPlan_t, NCCLX_MAGIC_PLAN), 0, 0, NULL, 0, NULL, 0 \
+        NCCLX_STRUCT_HEADER_INIT(ncclxPlan_t, NCCLX_MAGIC_PLAN), 0, 0, NULL, 0, NULL, 0, 0, 0 \
     }
 
 /** Shape of the job the plan will run on: every rank must pass the same one. */
@@ -173,8 +187,8 @@ typedef struct {
 /**
  * Checks every field of plan against team.  Returns ncclxInvalidArgument naming the first bad
  * field (ncclxGetLastError()), ncclxUnsupported for a valid plan that asks for what this
- * release does not implement (an HT group on a team spanning several load/store domains, a
- * nonzero m2n_staging_bytes), ncclxSuccess otherwise.
+ * release does not implement (an HT group or M2N staging on a team spanning several load/store
+ * domains), ncclxSuccess otherwise.
  */
 ncclxResult_t ncclxPlanValidate(const ncclxPlan_t *plan, const ncclxTeam_t *team);
 

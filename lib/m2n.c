@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * M2N entry points (include/ncclx/m2n.h): descriptor checks, groups, cutting a call or group
+ * into launches, and each launch's kernel view.  Planning is lib/m2n_plan.c's (pure host
+ * code), moving bytes kernels/m2n.cu's; docs/m2n.md tells the whole story.  Nothing here
+ * allocates: the engine, its group entries and the launch being built live in the plan's
+ * regions.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+#include "env.h"
+#include "ep_group.h"
+#include "error.h"
+#include "gpu_check.h"
+#include "m2n.h" /* kernels/: the launch */
+#include "m2n_engine.h"
+#include "m2n_plan.h"
+#include "struct.h"
+
+_Static_assert(NCCLX_M2N_MIN_STAGING_PER_RANK == NCCLX_M2N_DEPTH * NCCLX_M2N_MIN_CHUNK,
+               "the plan's least staging is one ring of the smallest slices per source");
+_Static_assert(sizeof(ncclx_m2n_state_t) <= NCCLX_M2N_STATE_BYTES, "M2N state outgrew its region");
+_Static_assert(sizeof(ncclx_m2n_launch_t) <= 32000, "the launch must fit the kernel parameters");
+
+/* A recorded group entry: the descriptors, imported (so the caller's may die), and its stream. */
+typedef struct {
+    ncclxM2nTensor_t src, dst;
+    ncclxStream_t stream;
+} ncclx_m2n_entry_t;
+
+/* One tensor of a call, checked: its two sides in planner form. */
+typedef struct {
+    ncclx_m2n_side_t side[2];
+    ncclx_m2n_geom_t geom[2];
+    void *data[2];
+} ncclx_m2n_checked_t;
+
+struct ncclx_m2n {
+    struct ncclxContext *ctx;
+    uint64_t chunk; /* bytes of a round */
+    uint32_t ranks, rank;
+    uint32_t max_entries, num_entries;
+    uint32_t depth;            /* group nesting */
+    ncclxResult_t group_error; /* a record that failed: End refuses the whole group */
+    char group_message[256];
+    ncclx_m2n_entry_t *entries;
+    volatile unsigned *status; /* host view of the mapped status */
+    unsigned *status_device;
+    ncclx_m2n_state_t *state;
+    cudaEvent_t done;  /* the last launch's end, on last_stream */
+    ncclxStream_t last_stream;
+    ncclx_m2n_checked_t checked[NCCLX_M2N_MAX_TRANSFERS]; /* one launch's tensors */
+    ncclx_m2n_geom_t src_geom[NCCLX_M2N_MAX_TRANSFERS], dst_geom[NCCLX_M2N_MAX_TRANSFERS];
+    ncclx_m2n_edge_t edges[NCCLX_M2N_MAX_TRANSFERS];
+    ncclx_m2n_rank_plan_t plan;
+    ncclx_m2n_launch_t launch;
+};
+
+size_t ncclx_m2n_engine_bytes(void)
+{
+    return sizeof(struct ncclx_m2n);
+}
+
+size_t ncclx_m2n_entry_bytes(void)
+{
+    return sizeof(ncclx_m2n_entry_t);
+}
+
+ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx)
+{
+    const ncclx_plan_regions_t *r = &ctx->regions;
+    const ncclxPlan_t *plan = &ctx->norm.plan;
+    struct ncclx_m2n *m;
+    uint64_t timeout_ns = NCCLX_DEFAULT_TIMEOUT_NS;
+    ncclxResult_t res = ncclxSuccess;
+    ctx->m2n = NULL;
+    if (plan->m2n_staging_bytes == 0) {
+        return ncclxSuccess;
+    }
+    m = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_engine);
+    memset(m, 0, sizeof(*m)); /* the host arena is not zeroed */
+    m->ctx = ctx;
+    m->ranks = ctx->norm.team.num_ranks;
+    m->rank = (uint32_t)ctx->rank;
+    /* Slices of 16-byte multiples, at most NCCLX_M2N_MAX_CHUNK: the plan check guaranteed at
+     * least NCCLX_M2N_MIN_CHUNK. */
+    m->chunk = plan->m2n_staging_bytes / ((uint64_t)m->ranks * NCCLX_M2N_DEPTH) / 16 * 16;
+    m->chunk = m->chunk > NCCLX_M2N_MAX_CHUNK ? NCCLX_M2N_MAX_CHUNK : m->chunk;
+    m->max_entries = plan->m2n_max_group_entries;
+    m->entries = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_entries);
+    m->status = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_MAPPED_HOST, r->m2n_status);
+    m->status_device =
+        (unsigned *)((char *)ctx->arenas.mapped_device + r->m2n_status); /* device view */
+    m->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->m2n_state);
+    *m->status = 0;
+    if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
+        uint64_t ms = 0;
+        /* Validated by ncclxEnvValidate at init. */
+        if (ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &ms) == ncclxSuccess) {
+            timeout_ns = ms * 1000000ull;
+        }
+    }
+    {
+        ncclx_m2n_launch_t *l = &m->launch;
+        unsigned long long *counts = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->m2n_counts);
+        l->rank = ctx->rank;
+        l->ranks = (int)m->ranks;
+        l->chunk = m->chunk;
+        l->timeout_ns = timeout_ns;
+        l->peers = (void *const *)ctx->peer_table;
+        l->staging = r->m2n_staging;
+        l->signals = r->m2n_signals;
+        l->state = m->state;
+        l->sent = counts;
+        l->received = counts + m->ranks;
+        l->status = m->status_device;
+    }
+    NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming), res, out);
+    ctx->m2n = m;
+out:
+    return res;
+}
+
+ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx)
+{
+    ncclxResult_t res = ncclxSuccess;
+    if (ctx->m2n != NULL && ctx->m2n->done != NULL) {
+        res = NCCLX_CUDA_STATUS(cudaEventDestroy(ctx->m2n->done));
+        ctx->m2n->done = NULL;
+    }
+    ctx->m2n = NULL;
+    return res;
+}
+
+/* ---- descriptors ---- */
+
+static uint32_t ncclx_m2n_dtype_bytes(ncclxDataType_t t)
+{
+    switch (t) {
+    case NCCLX_FP8_E4M3:
+    case NCCLX_FP8_E5M2:
+    case NCCLX_FP4X2_E2M1:
+    case NCCLX_UINT8:
+    case NCCLX_INT8:
+        return 1;
+    case NCCLX_BFLOAT16:
+    case NCCLX_FLOAT16:
+        return 2;
+    case NCCLX_FLOAT32:
+    case NCCLX_INT32:
+    case NCCLX_UINT32:
+        return 4;
+    case NCCLX_INT64:
+    case NCCLX_UINT64:
+    case NCCLX_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* The last error again, prefixed by where (a group's "entry i of n: "). */
+static ncclxResult_t ncclx_m2n_prefix(ncclxResult_t res, const char *where)
+{
+    char message[512];
+    if (where[0] == '\0') {
+        return res;
+    }
+    snprintf(message, sizeof(message), "%s", ncclxGetLastError());
+    return NCCLX_ERROR(res, "%s%s", where, message);
+}
+
+/* The checks every rank makes alike (the descriptors are the same on every rank): the error
+ * names the side and field, prefixed by `where` ("" or "entry 3 of 10: "). */
+static ncclxResult_t ncclx_m2n_check_tensor(const struct ncclx_m2n *m, const ncclxM2nTensor_t *src,
+                                            const ncclxM2nTensor_t *dst, const char *where,
+                                            ncclx_m2n_checked_t *c)
+{
+    const ncclxM2nTensor_t *t[2] = {src, dst};
+    const char *name[2] = {"src", "dst"};
+    ncclxResult_t res;
+    for (int k = 0; k < 2; k++) {
+        ncclx_m2n_side_t *s = &c->side[k];
+        const uint32_t bytes = ncclx_m2n_dtype_bytes(t[k]->dtype);
+        if (bytes == 0) {
+            return NCCLX_ERROR(ncclxInvalidArgument, "%s%s.dtype=%d is not a data type", where,
+                               name[k], (int)t[k]->dtype);
+        }
+        memset(s, 0, sizeof(*s));
+        s->ndims = t[k]->ndims;
+        memcpy(s->local_shape, t[k]->local_shape, sizeof(s->local_shape));
+        s->elem_bytes = bytes;
+        s->mesh = t[k]->mesh;
+        memcpy(s->placements, t[k]->placements, sizeof(s->placements));
+        if (s->mesh.ndims == 1) {
+            /* A one-axis mesh has one placement: the second is not read. */
+            s->mesh.dims[1] = 1;
+            s->placements[1] = NCCLX_M2N_REPLICATE;
+        }
+        res = ncclx_m2n_geom(s, name[k], m->ranks, &c->geom[k]);
+        if (res != ncclxSuccess) {
+            return ncclx_m2n_prefix(res, where);
+        }
+        c->data[k] = t[k]->data;
+    }
+    if (src->dtype != dst->dtype) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%sdst.dtype=%d but src.dtype=%d: M2N converts nothing; give both "
+                           "sides one dtype",
+                           where, (int)dst->dtype, (int)src->dtype);
+    }
+    res = ncclx_m2n_check_pair(&c->side[0], &c->geom[0], &c->side[1], &c->geom[1], m->ranks);
+    return res != ncclxSuccess ? ncclx_m2n_prefix(res, where) : res;
+}
+
+/* The checks only this rank can make: its tiles. */
+static ncclxResult_t ncclx_m2n_check_tiles(const struct ncclx_m2n *m, const ncclx_m2n_checked_t *c,
+                                           const char *where)
+{
+    const char *name[2] = {"src", "dst"};
+    for (int k = 0; k < 2; k++) {
+        uint32_t shard, replica;
+        const int member = ncclx_m2n_position(&c->geom[k], m->rank, &shard, &replica);
+        if (member && c->data[k] == NULL) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "%s%s.data is NULL on rank %u, a member of %s.mesh", where,
+                               name[k], m->rank, name[k]);
+        }
+        if (!member && c->data[k] != NULL) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "%s%s.data=%p on rank %u, which is not in %s.mesh: pass NULL",
+                               where, name[k], c->data[k], m->rank, name[k]);
+        }
+        if (member && (uintptr_t)c->data[k] % c->side[k].elem_bytes != 0) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "%s%s.data=%p is not aligned to its %u-byte elements", where,
+                               name[k], c->data[k], c->side[k].elem_bytes);
+        }
+    }
+    return ncclxSuccess;
+}
+
+/* FNV-1a over the planned geometry of a launch's tensors: what every rank must agree on. */
+static uint64_t ncclx_m2n_hash(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static unsigned ncclx_m2n_vote_word(const ncclx_m2n_checked_t *c, uint32_t n, uint32_t launch)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = ncclx_m2n_hash(h, &n, sizeof(n));
+    h = ncclx_m2n_hash(h, &launch, sizeof(launch));
+    for (uint32_t e = 0; e < n; e++) {
+        for (int k = 0; k < 2; k++) {
+            const ncclx_m2n_side_t *s = &c[e].side[k];
+            h = ncclx_m2n_hash(h, &s->ndims, sizeof(s->ndims));
+            h = ncclx_m2n_hash(h, s->local_shape, sizeof(s->local_shape));
+            h = ncclx_m2n_hash(h, &s->elem_bytes, sizeof(s->elem_bytes));
+            h = ncclx_m2n_hash(h, &s->mesh, sizeof(s->mesh));
+            h = ncclx_m2n_hash(h, s->placements, sizeof(s->placements));
+        }
+    }
+    return (unsigned)((h ^ (h >> 32)) & ~NCCLX_M2N_VOTE_REFUSE);
+}
+
+/* ---- launches ---- */
+
+static ncclxResult_t ncclx_m2n_check_usable(const struct ncclxContext *ctx, const char *call)
+{
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "%s: ctx is NULL", call);
+    }
+    if (ctx->m2n == NULL) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: the context's plan has no M2N staging (plan.m2n_staging_bytes "
+                           "is 0)",
+                           call);
+    }
+    if (*ctx->m2n->status & NCCLX_M2N_ERROR_TIMEOUT) {
+        return NCCLX_ERROR(ncclxTimeout,
+                           "%s: an M2N wait of this rank timed out; the ranks' M2N counters no "
+                           "longer agree and M2N exchanges nothing more on this context",
+                           call);
+    }
+    return ncclxSuccess;
+}
+
+/* Orders this launch after the previous one when the stream changed (outside a capture: a
+ * graph's launches are ordered by the graph and its replays by the caller). */
+static ncclxResult_t ncclx_m2n_order(struct ncclx_m2n *m, ncclxStream_t stream, int *capturing)
+{
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamIsCapturing((cudaStream_t)stream, &capture)));
+    *capturing = capture != cudaStreamCaptureStatusNone;
+    if (!*capturing && m->last_stream != NULL && stream != m->last_stream) {
+        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamWaitEvent((cudaStream_t)stream, m->done, 0)));
+    }
+    return ncclxSuccess;
+}
+
+/* Fills the kernel view of launch number `launch` (n tensors at c) and enqueues it; with
+ * refuse, the launch only votes the call down. */
+static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_checked_t *c,
+                                       uint32_t n, uint32_t launch, int refuse,
+                                       ncclxStream_t stream)
+{
+    ncclx_m2n_launch_t *l = &m->launch;
+    ncclx_m2n_rank_plan_t *p = &m->plan;
+    l->word = ncclx_m2n_vote_word(c, n, launch) | (refuse ? NCCLX_M2N_VOTE_REFUSE : 0u);
+    l->num_pairs = 0;
+    l->blocks = 1;
+    if (!refuse) {
+        for (uint32_t e = 0; e < n; e++) {
+            m->src_geom[e] = c[e].geom[0];
+            m->dst_geom[e] = c[e].geom[1];
+        }
+        /* Cannot fail: the launch was cut so that every rank's transfers fit. */
+        NCCLX_CHECK(ncclx_m2n_plan_rank(m->src_geom, m->dst_geom, n, m->rank, m->ranks,
+                                        (uint32_t)m->ctx->blocks, m->edges, p));
+        for (uint32_t k = 0; k < p->num_pairs; k++) {
+            const ncclx_m2n_pair_t *a = &p->pairs[k];
+            ncclx_m2n_pair_desc_t *d = &l->pairs[k];
+            d->peer = (int)a->peer;
+            d->send = (int)a->send;
+            d->first_box = (int)a->first_box;
+            d->num_boxes = (int)a->num_boxes;
+            d->first_block = (int)a->first_block;
+            d->blocks = (int)a->blocks;
+            d->bytes = a->bytes;
+            for (uint32_t b = a->first_box; b < a->first_box + a->num_boxes; b++) {
+                const ncclx_m2n_run_t *r = &p->boxes[b];
+                ncclx_m2n_box_desc_t *x = &l->boxes[b];
+                x->tile = (char *)c[r->entry].data[a->send ? 0 : 1] + r->offset;
+                x->run = r->run;
+                x->pieces1 = r->pieces[1];
+                x->stride0 = r->stride[0];
+                x->stride1 = r->stride[1];
+                x->begin = r->begin;
+                x->bytes = r->bytes;
+            }
+        }
+        l->num_pairs = (int)p->num_pairs;
+        l->blocks = (int)p->blocks;
+    }
+    return NCCLX_CUDA_STATUS(ncclx_m2n_launch(l, (cudaStream_t)stream));
+}
+
+/* Runs n tensors (descriptors at src[i], dst[i] with stride `step` bytes) as few launches as
+ * the per-launch bounds allow.  group: errors name the entry. */
+static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry_t *entries,
+                                      uint32_t n, int group, ncclxStream_t stream,
+                                      const char *call)
+{
+    ncclxResult_t local = ncclxSuccess;
+    char local_message[512] = "";
+    uint32_t launch = 0, first = 0;
+    int capturing = 0;
+    ncclx_ep_clear_stale_cuda_error(call);
+    /* Every rank checks every descriptor alike: an error here is every rank's, and nothing is
+     * enqueued anywhere. */
+    for (uint32_t e = 0; e < n; e++) {
+        char where[64] = "";
+        ncclx_m2n_checked_t c;
+        uint32_t bound;
+        if (group) {
+            snprintf(where, sizeof(where), "entry %u of %u: ", e, n);
+            if (entries[e].stream != entries[0].stream) {
+                return NCCLX_ERROR(ncclxInvalidArgument,
+                                   "%s: %sstream %p differs from entry 0's (%p): one group runs "
+                                   "on one stream",
+                                   call, where, (void *)entries[e].stream,
+                                   (void *)entries[0].stream);
+            }
+        }
+        NCCLX_CHECK(ncclx_m2n_check_tensor(m, &entries[e].src, &entries[e].dst, where, &c));
+        bound = ncclx_m2n_transfer_bound(&c.geom[0], &c.geom[1]);
+        if (bound > NCCLX_M2N_MAX_TRANSFERS ||
+            (2 * m->ranks > NCCLX_M2N_MAX_PEERS && bound > NCCLX_M2N_MAX_PEERS)) {
+            return NCCLX_ERROR(ncclxResourceExhausted,
+                               "%s: %sa rank may have up to %u transfers in this reshard, more "
+                               "than one launch holds (NCCLX_M2N_MAX_TRANSFERS=%u, "
+                               "NCCLX_M2N_MAX_PEERS=%u)",
+                               call, where, bound, NCCLX_M2N_MAX_TRANSFERS, NCCLX_M2N_MAX_PEERS);
+        }
+        if (local == ncclxSuccess) {
+            local = ncclx_m2n_check_tiles(m, &c, where);
+            if (local != ncclxSuccess) {
+                snprintf(local_message, sizeof(local_message), "%s", ncclxGetLastError());
+            }
+        }
+    }
+    NCCLX_CHECK(ncclx_m2n_order(m, stream, &capturing));
+    /* Launches: consecutive tensors while the sum of their bounds fits one launch (the same cut
+     * on every rank).  A rank with a tile error votes every launch down. */
+    while (first < n) {
+        uint32_t end = first, sum = 0;
+        for (; end < n; end++) {
+            ncclx_m2n_checked_t *c = &m->checked[end - first];
+            /* Checked above: cannot fail now. */
+            NCCLX_CHECK(ncclx_m2n_check_tensor(m, &entries[end].src, &entries[end].dst, "", c));
+            const uint32_t b = ncclx_m2n_transfer_bound(&c->geom[0], &c->geom[1]);
+            if (end > first && (sum + b > NCCLX_M2N_MAX_TRANSFERS ||
+                                (2 * m->ranks > NCCLX_M2N_MAX_PEERS &&
+                                 sum + b > NCCLX_M2N_MAX_PEERS))) {
+                break;
+            }
+            sum += b;
+        }
+        NCCLX_CHECK(ncclx_m2n_enqueue(m, m->checked, end - first, launch++,
+                                      local != ncclxSuccess, stream));
+        first = end;
+    }
+    if (!capturing) {
+        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventRecord(m->done, (cudaStream_t)stream)));
+        m->last_stream = stream;
+    }
+    if (local != ncclxSuccess) {
+        return NCCLX_ERROR(local, "%s: %s (this rank voted the call down: no rank moves any of it)",
+                           call, local_message);
+    }
+    return ncclxSuccess;
+}
+
+/* ---- entry points ---- */
+
+static ncclxResult_t ncclx_m2n_import(const ncclxM2nTensor_t *src, const ncclxM2nTensor_t *dst,
+                                      ncclxStream_t stream, ncclx_m2n_entry_t *e)
+{
+    const ncclxM2nTensor_t defaults = NCCLX_M2N_TENSOR_INIT;
+    e->src = defaults;
+    e->dst = defaults;
+    e->stream = stream;
+    NCCLX_CHECK(ncclx_struct_import(&e->src, sizeof(e->src), src, NCCLX_MAGIC_M2N_TENSOR,
+                                    NCCLX_M2N_TENSOR_SIZE_V1, "src"));
+    return ncclx_struct_import(&e->dst, sizeof(e->dst), dst, NCCLX_MAGIC_M2N_TENSOR,
+                               NCCLX_M2N_TENSOR_SIZE_V1, "dst");
+}
+
+ncclxResult_t ncclxM2nReshard(ncclxContext_t ctx, const ncclxM2nTensor_t *src,
+                              const ncclxM2nTensor_t *dst, ncclxStream_t stream)
+{
+    struct ncclx_m2n *m;
+    ncclx_m2n_entry_t e;
+    NCCLX_CHECK(ncclx_m2n_check_usable(ctx, "ncclxM2nReshard"));
+    m = ctx->m2n;
+    if (m->depth > 0) {
+        /* Recording: the group fails as a whole if this entry cannot be kept. */
+        ncclxResult_t res = ncclxSuccess;
+        if (m->num_entries == m->max_entries) {
+            res = NCCLX_ERROR(ncclxResourceExhausted,
+                              "ncclxM2nReshard: the group already holds "
+                              "plan.m2n_max_group_entries=%u entries",
+                              m->max_entries);
+        } else {
+            res = ncclx_m2n_import(src, dst, stream, &m->entries[m->num_entries]);
+            if (res == ncclxSuccess) {
+                m->num_entries++;
+                return ncclxSuccess;
+            }
+        }
+        if (m->group_error == ncclxSuccess) {
+            m->group_error = res;
+            snprintf(m->group_message, sizeof(m->group_message), "entry %u: %s",
+                     m->num_entries, ncclxGetLastError());
+        }
+        return res;
+    }
+    NCCLX_CHECK(ncclx_m2n_import(src, dst, stream, &e));
+    return ncclx_m2n_submit(m, &e, 1, 0, stream, "ncclxM2nReshard");
+}
+
+ncclxResult_t ncclxM2nGroupStart(ncclxContext_t ctx)
+{
+    NCCLX_CHECK(ncclx_m2n_check_usable(ctx, "ncclxM2nGroupStart"));
+    if (ctx->m2n->depth == 0) {
+        ctx->m2n->num_entries = 0;
+        ctx->m2n->group_error = ncclxSuccess;
+    }
+    ctx->m2n->depth++;
+    return ncclxSuccess;
+}
+
+static void ncclx_m2n_group_reset(struct ncclx_m2n *m)
+{
+    m->depth = 0;
+    m->num_entries = 0;
+    m->group_error = ncclxSuccess;
+}
+
+ncclxResult_t ncclxM2nGroupEnd(ncclxContext_t ctx)
+{
+    struct ncclx_m2n *m;
+    ncclxResult_t res;
+    if (ctx == NULL || ctx->m2n == NULL) {
+        return ncclx_m2n_check_usable(ctx, "ncclxM2nGroupEnd");
+    }
+    m = ctx->m2n;
+    if (m->depth == 0) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxM2nGroupEnd without ncclxM2nGroupStart");
+    }
+    if (--m->depth > 0) {
+        return ncclxSuccess;
+    }
+    if (m->group_error != ncclxSuccess) {
+        res = NCCLX_ERROR(m->group_error,
+                          "ncclxM2nGroupEnd: %s; nothing of the group was enqueued",
+                          m->group_message);
+    } else if (m->num_entries == 0) {
+        res = ncclxSuccess;
+    } else {
+        res = ncclx_m2n_check_usable(ctx, "ncclxM2nGroupEnd");
+        if (res == ncclxSuccess) {
+            res = ncclx_m2n_submit(m, m->entries, m->num_entries, 1, m->entries[0].stream,
+                                   "ncclxM2nGroupEnd");
+        }
+    }
+    ncclx_m2n_group_reset(m);
+    return res;
+}
+
+ncclxResult_t ncclxM2nGroupAbort(ncclxContext_t ctx)
+{
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxM2nGroupAbort: ctx is NULL");
+    }
+    if (ctx->m2n != NULL) {
+        ncclx_m2n_group_reset(ctx->m2n);
+    }
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclxM2nGetAsyncError(ncclxContext_t ctx, uint32_t *error)
+{
+    if (ctx == NULL || error == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxM2nGetAsyncError: %s is NULL",
+                           ctx == NULL ? "ctx" : "error");
+    }
+    if (ctx->m2n == NULL) {
+        return ncclx_m2n_check_usable(ctx, "ncclxM2nGetAsyncError");
+    }
+    *error = *ctx->m2n->status;
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx)
+{
+    struct ncclx_m2n *m;
+    if (ctx == NULL || ctx->m2n == NULL) {
+        return ncclx_m2n_check_usable(ctx, "ncclxM2nClearAsyncError");
+    }
+    m = ctx->m2n;
+    if ((*m->status & (NCCLX_M2N_ERROR_REFUSED | NCCLX_M2N_ERROR_MISMATCH)) == 0) {
+        return ncclxSuccess;
+    }
+    /* On the context's stream, after everything enqueued so far (the kernels read the word). */
+    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
+    if (m->last_stream != NULL) {
+        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamWaitEvent(ctx->stream, m->done, 0)));
+    }
+    NCCLX_CHECK(NCCLX_CUDA_STATUS(ncclx_m2n_launch_clear(m->state, m->status_device, ctx->stream)));
+    return NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream));
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The context's M2N engine (include/ncclx/m2n.h): what the plan gave it, the recorded group,
+ * and the launch being built.  Lives in the host arena; bound once by ncclx_m2n_bind.
+ */
+#ifndef NCCLX_LIB_M2N_ENGINE_H_
+#define NCCLX_LIB_M2N_ENGINE_H_
+
+#include <stddef.h>
+
+#include <ncclx/m2n.h>
+
+struct ncclxContext;
+
+/** Bytes of the engine struct (a host region of the plan). */
+size_t ncclx_m2n_engine_bytes(void);
+
+/** Bytes of one recorded group entry. */
+size_t ncclx_m2n_entry_bytes(void);
+
+/** Binds the engine to its regions (ctx->m2n); leaves ctx->m2n NULL without M2N staging. */
+ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx);
+
+/** Undoes ncclx_m2n_bind (its event). */
+ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx);
+
+#endif /* NCCLX_LIB_M2N_ENGINE_H_ */

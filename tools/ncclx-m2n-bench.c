@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * ncclx-m2n-bench: times M2N reshards on a loopback team of one GPU (docs/performance.md,
+ * "M2N").  Patterns: a 1 -> 1 copy, a cross-dim all-to-all (S0 over 4 ranks -> S1 over 4), a
+ * fan-out (one source, 8 replicas), and the qwen3-32b refit TP2 x DP2 -> TP1 x DP16 of whole
+ * decoder layers at their real shapes.  Each row: the bytes a destination rank receives, the
+ * time of one reshard (median; start event to the slowest rank's end, every iteration enqueued
+ * behind a gate so that the host's launches are not timed), GB/s per destination rank and for
+ * all of them, and the time of a device copy of all destination bytes in the same run
+ * (cudaMemcpyAsync) as a percentage of the reshard's.  --check fills every source tile from
+ * its global byte index and checks every destination byte after the timed loop.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include <ncclx.h>
+
+#include "no_gpu.h"
+
+#define MAX_RANKS   24
+#define MAX_TENSORS 1024
+
+typedef struct {
+    const char *pattern;
+    double mb; /* tile MiB (copy, cross, fanout) */
+    uint32_t layers, iters, warmup;
+    int graph, check;
+} options_t;
+
+/* A 1-D or 2-D tensor [rows, cols] of elem-byte elements; each side shards one dim (or none)
+ * over `shards` ranks and has `replicas` replicas; mesh [replicas, shards] from start. */
+typedef struct {
+    int dim; /* -1: replicated */
+    uint32_t shards, replicas, start;
+} bside_t;
+
+typedef struct {
+    uint64_t rows, cols; /* elements */
+    uint32_t elem;
+    bside_t side[2];
+    uint8_t *tile[2][MAX_RANKS];
+} btensor_t;
+
+static btensor_t tensors[MAX_TENSORS];
+static uint32_t num_tensors, world;
+
+static void add(uint64_t rows, uint64_t cols, uint32_t elem, bside_t s, bside_t d)
+{
+    btensor_t *t = &tensors[num_tensors++];
+    memset(t, 0, sizeof(*t));
+    t->rows = rows;
+    t->cols = cols;
+    t->elem = elem;
+    t->side[0] = s;
+    t->side[1] = d;
+}
+
+static bside_t bside(int dim, uint32_t shards, uint32_t replicas, uint32_t start)
+{
+    bside_t s = {dim, shards, replicas, start};
+    return s;
+}
+
+static uint64_t local_bytes(const btensor_t *t, int k, uint64_t *lrows, uint64_t *lcols)
+{
+    const bside_t *s = &t->side[k];
+    *lrows = t->rows / (s->dim == 0 ? s->shards : 1);
+    *lcols = t->cols / (s->dim == 1 ? s->shards : 1);
+    return *lrows * *lcols * t->elem;
+}
+
+static ncclxM2nTensor_t descriptor(const btensor_t *t, int k, void *data)
+{
+    const bside_t *s = &t->side[k];
+    ncclxM2nTensor_t d = NCCLX_M2N_TENSOR_INIT;
+    uint64_t lr, lc;
+    (void)local_bytes(t, k, &lr, &lc);
+    d.data = data;
+    d.dtype = t->elem == 1 ? NCCLX_UINT8 : t->elem == 2 ? NCCLX_BFLOAT16 : NCCLX_FLOAT32;
+    d.ndims = t->cols == 1 ? 1 : 2;
+    d.local_shape[0] = lr;
+    d.local_shape[1] = t->cols == 1 ? 1 : lc;
+    d.mesh.ndims = 2;
+    d.mesh.dims[0] = s->replicas;
+    d.mesh.dims[1] = s->shards;
+    d.mesh.start_rank = s->start;
+    d.placements[0] = NCCLX_M2N_REPLICATE;
+    d.placements[1] = s->dim < 0 ? NCCLX_M2N_REPLICATE : NCCLX_M2N_SHARD(s->dim);
+    return d;
+}
+
+/* Shard of rank on side k, or -1 off the mesh (mesh [replicas, shards], shards inner). */
+static int shard_of(const btensor_t *t, int k, uint32_t rank)
+{
+    const bside_t *s = &t->side[k];
+    if (rank < s->start || rank >= s->start + s->replicas * s->shards) {
+        return -1;
+    }
+    return (int)((rank - s->start) % s->shards);
+}
+
+static uint8_t byte_value(uint64_t g)
+{
+    uint64_t x = g * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (uint8_t)(x >> 56);
+}
+
+/* The global byte index of local byte (a, b) (b in bytes) of shard i on side k. */
+static uint64_t global_index(const btensor_t *t, int k, int i, uint64_t a, uint64_t b)
+{
+    uint64_t lr, lc;
+    const bside_t *s = &t->side[k];
+    (void)local_bytes(t, k, &lr, &lc);
+    if (s->dim == 0) {
+        a += (uint64_t)i * lr;
+    } else if (s->dim == 1) {
+        b += (uint64_t)i * lc * t->elem;
+    }
+    return a * t->cols * t->elem + b;
+}
+
+/* Source tiles from the global index (with check), destinations poisoned; or both zeroed. */
+static int fill(int check)
+{
+    for (uint32_t e = 0; e < num_tensors; e++) {
+        btensor_t *t = &tensors[e];
+        for (int k = 0; k < 2; k++) {
+            uint64_t lr, lc;
+            const uint64_t n = local_bytes(t, k, &lr, &lc);
+            uint8_t *h = check ? malloc(n) : NULL;
+            for (uint32_t r = 0; r < world; r++) {
+                const int i = shard_of(t, k, r);
+                if (i < 0) {
+                    continue;
+                }
+                if (!check) {
+                    if (cudaMemset(t->tile[k][r], 0, n) != cudaSuccess) {
+                        return -1;
+                    }
+                    continue;
+                }
+                if (h == NULL) {
+                    return -1;
+                }
+                for (uint64_t a = 0; a < lr; a++) {
+                    for (uint64_t b = 0; b < lc * t->elem; b++) {
+                        h[a * lc * t->elem + b] =
+                            k == 0 ? byte_value(global_index(t, k, i, a, b)) : 0xDE;
+                    }
+                }
+                if (cudaMemcpy(t->tile[k][r], h, n, cudaMemcpyHostToDevice) != cudaSuccess) {
+                    free(h);
+                    return -1;
+                }
+            }
+            free(h);
+        }
+    }
+    return 0;
+}
+
+static uint64_t verify(void)
+{
+    uint64_t wrong = 0;
+    for (uint32_t e = 0; e < num_tensors; e++) {
+        btensor_t *t = &tensors[e];
+        uint64_t lr, lc;
+        const uint64_t n = local_bytes(t, 1, &lr, &lc);
+        uint8_t *h = malloc(n);
+        for (uint32_t r = 0; h != NULL && r < world; r++) {
+            const int i = shard_of(t, 1, r);
+            if (i < 0) {
+                continue;
+            }
+            if (cudaMemcpy(h, t->tile[1][r], n, cudaMemcpyDeviceToHost) != cudaSuccess) {
+                wrong += n;
+                continue;
+            }
+            for (uint64_t a = 0; a < lr; a++) {
+                for (uint64_t b = 0; b < lc * t->elem; b++) {
+                    wrong += h[a * lc * t->elem + b] != byte_value(global_index(t, 1, i, a, b));
+                }
+            }
+        }
+        wrong += h == NULL ? n : 0;
+        free(h);
+    }
+    return wrong;
+}
+
+static void CUDART_CB gate(void *arg)
+{
+    const int *open = arg;
+    const struct timespec pause = {0, 2000};
+    while (!__atomic_load_n(open, __ATOMIC_ACQUIRE)) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define CHECK_CUDA(call)                                                                  \
+    do {                                                                                  \
+        cudaError_t err_ = (call);                                                        \
+        if (err_ != cudaSuccess) {                                                        \
+            fprintf(stderr, "ncclx-m2n-bench: %s: %s\n", #call, cudaGetErrorString(err_)); \
+            return 1;                                                                     \
+        }                                                                                 \
+    } while (0)
+#define CHECK_NCCLX(call)                                                                       \
+    do {                                                                                        \
+        ncclxResult_t res_ = (call);                                                            \
+        if (res_ != ncclxSuccess) {                                                             \
+            fprintf(stderr, "ncclx-m2n-bench: %s: %s\n", #call, ncclxGetLastError());           \
+            return 1;                                                                           \
+        }                                                                                       \
+    } while (0)
+
+static ncclxContext_t ctx[MAX_RANKS];
+static cudaStream_t stream[MAX_RANKS];
+
+/* Every rank's calls (one group when there are several tensors). */
+static int enqueue(void)
+{
+    for (uint32_t r = 0; r < world; r++) {
+        if (num_tensors > 1) {
+            CHECK_NCCLX(ncclxM2nGroupStart(ctx[r]));
+        }
+        for (uint32_t e = 0; e < num_tensors; e++) {
+            const ncclxM2nTensor_t s = descriptor(&tensors[e], 0, tensors[e].tile[0][r]);
+            const ncclxM2nTensor_t d = descriptor(&tensors[e], 1, tensors[e].tile[1][r]);
+            CHECK_NCCLX(ncclxM2nReshard(ctx[r], &s, &d, (ncclxStream_t)stream[r]));
+        }
+        if (num_tensors > 1) {
+            CHECK_NCCLX(ncclxM2nGroupEnd(ctx[r]));
+        }
+    }
+    return 0;
+}
+
+static int build_pattern(const options_t *o)
+{
+    const uint64_t tile = (uint64_t)(o->mb * 1048576.0) / 256 * 256;
+    num_tensors = 0;
+    if (strcmp(o->pattern, "copy") == 0) {
+        world = 2;
+        add(tile / 2, 1, 2, bside(-1, 1, 1, 0), bside(-1, 1, 1, 1));
+    } else if (strcmp(o->pattern, "cross") == 0) {
+        /* [R, C] bf16, S0 over ranks 0-3 -> S1 over ranks 4-7, tiles of `tile` bytes. */
+        const uint64_t cols = 8192, rows = tile * 4 / (cols * 2);
+        world = 8;
+        add(rows / 16 * 16, cols, 2, bside(0, 4, 1, 0), bside(1, 4, 1, 4));
+    } else if (strcmp(o->pattern, "fanout") == 0) {
+        world = 9;
+        add(tile / 2, 1, 2, bside(-1, 1, 1, 0), bside(-1, 1, 8, 1));
+    } else if (strcmp(o->pattern, "refit") == 0) {
+        /* qwen3-32b: hidden 5120, FFN 25600, q 8192, kv 1024, head 128; trainer mesh
+         * [DP2, TP2] on ranks 0-3 (column-parallel S0, row-parallel S1, norms replicated),
+         * generator 16 replicas on ranks 4-19. */
+        const bside_t col = bside(0, 2, 2, 0), row = bside(1, 2, 2, 0), rep = bside(-1, 1, 4, 0);
+        const bside_t gen = bside(-1, 1, 16, 4);
+        world = 20;
+        for (uint32_t l = 0; l < o->layers; l++) {
+            add(8192, 5120, 2, col, gen);  /* q */
+            add(1024, 5120, 2, col, gen);  /* k */
+            add(1024, 5120, 2, col, gen);  /* v */
+            add(5120, 8192, 2, row, gen);  /* o */
+            add(25600, 5120, 2, col, gen); /* gate */
+            add(25600, 5120, 2, col, gen); /* up */
+            add(5120, 25600, 2, row, gen); /* down */
+            add(128, 1, 2, rep, gen);      /* q norm */
+            add(128, 1, 2, rep, gen);      /* k norm */
+            add(5120, 1, 2, rep, gen);     /* input norm */
+            add(5120, 1, 2, rep, gen);     /* post-attention norm */
+        }
+    } else {
+        fprintf(stderr, "ncclx-m2n-bench: --pattern %s: copy, cross, fanout or refit\n",
+                o->pattern);
+        return 1;
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    printf("usage: ncclx-m2n-bench [--pattern copy|cross|fanout|refit] [--mb MIB] [--layers N]\n"
+           "                       [--iters N] [--warmup N] [--graph] [--check]\n"
+           "  --pattern P  copy: 1 -> 1 (2 ranks); cross: S0 over 4 -> S1 over 4 (8 ranks);\n"
+           "               fanout: 1 -> 8 replicas (9 ranks); refit: qwen3-32b decoder layers\n"
+           "               TP2 x DP2 -> TP1 x DP16 at their real shapes (20 ranks)  [copy]\n"
+           "  --mb MIB     bytes a destination rank receives (copy, cross, fanout)   [64]\n"
+           "  --layers N   refit: decoder layers (the model has 64)                  [2]\n"
+           "  --iters N, --warmup N  timed and untimed reshards                      [20, 3]\n"
+           "  --graph      replay one CUDA graph per rank instead of calling\n"
+           "  --check      fill sources from global indices, check every destination byte\n");
+}
+
+int main(int argc, char **argv)
+{
+    options_t o = {"copy", 64.0, 2, 20, 3, 0, 0};
+    const struct option longs[] = {{"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},
+                                   {"layers", 1, NULL, 'l'},  {"iters", 1, NULL, 'i'},
+                                   {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},
+                                   {"check", 0, NULL, 'c'},   {"help", 0, NULL, 'h'},
+                                   {NULL, 0, NULL, 0}};
+    int c, open_gate = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (c) {
+        case 'p': o.pattern = optarg; break;
+        case 'm': o.mb = atof(optarg); break;
+        case 'l': o.layers = (uint32_t)atoi(optarg); break;
+        case 'i': o.iters = (uint32_t)atoi(optarg); break;
+        case 'w': o.warmup = (uint32_t)atoi(optarg); break;
+        case 'g': o.graph = 1; break;
+        case 'c': o.check = 1; break;
+        case 'h': usage(); return 0;
+        default: usage(); return 2;
+        }
+    }
+    if (o.mb <= 0 || o.iters == 0 || o.iters > 1000 || o.layers == 0 ||
+        o.layers * 11 > MAX_TENSORS) {
+        fprintf(stderr, "ncclx-m2n-bench: --mb > 0, 1 <= --iters <= 1000, 1 <= --layers <= %d\n",
+                MAX_TENSORS / 11);
+        return 2;
+    }
+    if (ncclx_tool_no_gpu() != NULL) {
+        ncclx_tool_explain_no_gpu("ncclx-m2n-bench", "a CUDA GPU", ncclx_tool_no_gpu());
+        return 1;
+    }
+    if (build_pattern(&o)) {
+        return 2;
+    }
+    /* Staging: slices of 2 MiB from every source (the largest the library uses). */
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    plan.m2n_staging_bytes = (uint64_t)world * 4 * (2u << 20);
+    plan.m2n_max_group_entries = MAX_TENSORS;
+    CHECK_NCCLX(ncclxLoopbackInit(&plan, world, 0, ctx));
+    uint64_t dst_bytes = 0, max_local = 0;
+    for (uint32_t e = 0; e < num_tensors; e++) {
+        for (int k = 0; k < 2; k++) {
+            uint64_t lr, lc;
+            const uint64_t n = local_bytes(&tensors[e], k, &lr, &lc);
+            for (uint32_t r = 0; r < world; r++) {
+                if (shard_of(&tensors[e], k, r) >= 0) {
+                    CHECK_CUDA(cudaMalloc((void **)&tensors[e].tile[k][r], n));
+                    dst_bytes += k == 1 ? n : 0;
+                }
+            }
+        }
+    }
+    for (uint32_t r = 0; r < world; r++) {
+        CHECK_CUDA(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking));
+    }
+    /* Every destination rank holds one tile of each tensor in these patterns. */
+    for (uint32_t e = 0; e < num_tensors; e++) {
+        uint64_t lr, lc;
+        max_local += local_bytes(&tensors[e], 1, &lr, &lc);
+    }
+    const int check = o.check && dst_bytes <= (4ull << 30);
+    if (fill(check)) {
+        fprintf(stderr, "ncclx-m2n-bench: filling the tiles failed\n");
+        return 1;
+    }
+    /* Graphs: each rank's calls captured once. */
+    cudaGraphExec_t exec[MAX_RANKS];
+    if (o.graph) {
+        for (uint32_t r = 0; r < world; r++) {
+            CHECK_CUDA(cudaStreamBeginCapture(stream[r], cudaStreamCaptureModeThreadLocal));
+        }
+        if (enqueue()) {
+            return 1;
+        }
+        for (uint32_t r = 0; r < world; r++) {
+            cudaGraph_t g;
+            CHECK_CUDA(cudaStreamEndCapture(stream[r], &g));
+            CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
+            CHECK_CUDA(cudaGraphDestroy(g));
+        }
+    }
+    cudaStream_t timer;
+    cudaEvent_t *start = calloc(o.iters, sizeof(cudaEvent_t));
+    cudaEvent_t *end = calloc((size_t)o.iters * world, sizeof(cudaEvent_t));
+    double *ms = calloc(o.iters, sizeof(double));
+    if (start == NULL || end == NULL || ms == NULL) {
+        return 1;
+    }
+    CHECK_CUDA(cudaStreamCreateWithFlags(&timer, cudaStreamNonBlocking));
+    for (uint32_t i = 0; i < o.iters; i++) {
+        CHECK_CUDA(cudaEventCreate(&start[i]));
+        for (uint32_t r = 0; r < world; r++) {
+            CHECK_CUDA(cudaEventCreate(&end[(size_t)i * world + r]));
+        }
+    }
+    for (uint32_t i = 0; i < o.warmup; i++) {
+        for (uint32_t r = 0; o.graph && r < world; r++) {
+            CHECK_CUDA(cudaGraphLaunch(exec[r], stream[r]));
+        }
+        if (!o.graph && enqueue()) {
+            return 1;
+        }
+    }
+    for (uint32_t r = 0; r < world; r++) {
+        CHECK_CUDA(cudaStreamSynchronize(stream[r]));
+    }
+    /* Every timed reshard behind the gate: start on the timer stream, each rank waits for it
+     * and records its end; the next start waits for every end. */
+    CHECK_CUDA(cudaLaunchHostFunc(timer, gate, &open_gate));
+    for (uint32_t i = 0; i < o.iters; i++) {
+        for (uint32_t r = 0; i > 0 && r < world; r++) {
+            CHECK_CUDA(cudaStreamWaitEvent(timer, end[(size_t)(i - 1) * world + r], 0));
+        }
+        CHECK_CUDA(cudaEventRecord(start[i], timer));
+        for (uint32_t r = 0; r < world; r++) {
+            CHECK_CUDA(cudaStreamWaitEvent(stream[r], start[i], 0));
+        }
+        for (uint32_t r = 0; o.graph && r < world; r++) {
+            CHECK_CUDA(cudaGraphLaunch(exec[r], stream[r]));
+        }
+        if (!o.graph && enqueue()) {
+            return 1;
+        }
+        for (uint32_t r = 0; r < world; r++) {
+            CHECK_CUDA(cudaEventRecord(end[(size_t)i * world + r], stream[r]));
+        }
+    }
+    __atomic_store_n(&open_gate, 1, __ATOMIC_RELEASE);
+    for (uint32_t r = 0; r < world; r++) {
+        CHECK_CUDA(cudaStreamSynchronize(stream[r]));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(timer));
+    for (uint32_t i = 0; i < o.iters; i++) {
+        ms[i] = 0;
+        for (uint32_t r = 0; r < world; r++) {
+            float t = 0;
+            CHECK_CUDA(cudaEventElapsedTime(&t, start[i], end[(size_t)i * world + r]));
+            ms[i] = t > ms[i] ? t : ms[i];
+        }
+    }
+    qsort(ms, o.iters, sizeof(double), cmp_double);
+    /* The roofline: one device copy of every destination byte, in one buffer pair. */
+    void *a = NULL, *b = NULL;
+    float copy_ms = 0;
+    const uint64_t copy_bytes = dst_bytes > (8ull << 30) ? (8ull << 30) : dst_bytes;
+    CHECK_CUDA(cudaMalloc(&a, copy_bytes));
+    CHECK_CUDA(cudaMalloc(&b, copy_bytes));
+    CHECK_CUDA(cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice, timer));
+    CHECK_CUDA(cudaEventRecord(start[0], timer));
+    for (int k = 0; k < 5; k++) {
+        CHECK_CUDA(cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice, timer));
+    }
+    CHECK_CUDA(cudaEventRecord(end[0], timer));
+    CHECK_CUDA(cudaEventSynchronize(end[0]));
+    CHECK_CUDA(cudaEventElapsedTime(&copy_ms, start[0], end[0]));
+    const double copy_per_byte = copy_ms / 5.0 / (double)copy_bytes;
+    const double med = ms[o.iters / 2];
+    const double roof_ms = copy_per_byte * (double)dst_bytes;
+    uint64_t wrong = check ? verify() : 0;
+    uint32_t async_error = 0;
+    for (uint32_t r = 0; r < world; r++) {
+        uint32_t err = 0;
+        CHECK_NCCLX(ncclxM2nGetAsyncError(ctx[r], &err));
+        async_error |= err;
+    }
+    printf("# ncclx-m2n-bench --pattern %s: %u ranks, %u tensor(s)%s\n", o.pattern, world,
+           num_tensors, o.graph ? ", graph replay" : "");
+    printf("# %14s %14s %10s %10s %10s %12s %8s %10s\n", "dst_bytes/rank", "all_dst_bytes",
+           "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof");
+    printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f\n",
+           (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3, ms[0] * 1e3,
+           ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6),
+           (double)dst_bytes / (med * 1e6), 100.0 * roof_ms / med);
+    printf("# check: %s; async errors: 0x%x\n",
+           !o.check ? "off" : check ? (wrong == 0 ? "every destination byte exact" : "WRONG BYTES")
+                                    : "skipped (over 4 GiB of destination tiles; tests/gpu/"
+                                      "test_m2n checks these shapes scaled down)",
+           async_error);
+    if (wrong != 0) {
+        printf("# %llu destination bytes wrong\n", (unsigned long long)wrong);
+    }
+    for (uint32_t r = 0; r < world; r++) {
+        CHECK_NCCLX(ncclxFinalize(ctx[r]));
+    }
+    return wrong != 0 || async_error != 0;
+}
