@@ -361,8 +361,13 @@ uint32_t ncclx_m2n_transfer_bound(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
         const uint32_t n = ncclx_m2n_overlapping(d, s, j);
         recvs = n > recvs ? n : recvs;
     }
-    /* Both only in a self copy; the sum bounds either way. */
-    return sends * served + recvs;
+    /* A rank is on both sides only in a self copy (meshes that share ranks: one rank). */
+    const int shared = s->start_rank < d->start_rank + d->size &&
+                       d->start_rank < s->start_rank + s->size;
+    if (shared) {
+        return sends * served + recvs;
+    }
+    return sends * served > recvs ? sends * served : recvs;
 }
 
 /* Sort key of a pair: (source, destination) in rank order; a self copy's send comes first. */

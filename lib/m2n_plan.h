@@ -141,7 +141,7 @@ typedef struct {
 
 typedef struct {
     uint32_t num_pairs, num_boxes;
-    uint32_t blocks; /* grid: at least 1, at most max(budget, num_pairs) */
+    uint32_t blocks; /* grid: at least 1, at most max(budget, 2) (a self copy needs two) */
     uint32_t reserved;
     ncclx_m2n_pair_t pairs[NCCLX_M2N_MAX_PEERS];
     ncclx_m2n_run_t boxes[NCCLX_M2N_MAX_TRANSFERS];

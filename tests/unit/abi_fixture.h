@@ -43,7 +43,7 @@ typedef struct {
 static inline void make_fixture(fixture_t *f)
 {
     const ncclxPlan_t init = NCCLX_PLAN_INIT;
-    /* Two LL groups (HT groups and M2N staging are refused until implemented). */
+    /* Two LL groups. */
     make_group(&f->groups[0], NCCLX_EP_ALGO_LL);
     make_group(&f->groups[1], NCCLX_EP_ALGO_LL);
     f->groups[1].max_dispatch_tokens_per_rank = 512;

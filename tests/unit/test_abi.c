@@ -58,6 +58,9 @@ static void test_init_macros(void **state)
     const ncclxEpGroupPlan_t group = NCCLX_EP_GROUP_PLAN_INIT;
     const ncclxTeam_t team = NCCLX_TEAM_INIT;
     const ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    const ncclxM2nTensor_t tensor = NCCLX_M2N_TENSOR_INIT;
+    const uint32_t magics[] = {NCCLX_MAGIC_PLAN, NCCLX_MAGIC_EP_GROUP_PLAN, NCCLX_MAGIC_TEAM,
+                               NCCLX_MAGIC_PLAN_SIZES};
     int version = 0;
     (void)state;
     assert_int_equal(plan.size, sizeof(ncclxPlan_t));
@@ -84,6 +87,25 @@ static void test_init_macros(void **state)
     assert_int_not_equal(NCCLX_MAGIC_EP_GROUP_PLAN, NCCLX_MAGIC_TEAM);
     assert_int_not_equal(NCCLX_MAGIC_EP_GROUP_PLAN, NCCLX_MAGIC_PLAN_SIZES);
     assert_int_not_equal(NCCLX_MAGIC_TEAM, NCCLX_MAGIC_PLAN_SIZES);
+    /* The M2N tensor (include/ncclx/m2n.h, since 0.2). */
+    assert_int_equal(tensor.size, sizeof(ncclxM2nTensor_t));
+    assert_int_equal(tensor.magic, NCCLX_MAGIC_M2N_TENSOR);
+    assert_int_equal(tensor.version, NCCLX_VERSION_CODE);
+    assert_true(sizeof(ncclxM2nTensor_t) >= NCCLX_M2N_TENSOR_SIZE_V1);
+    for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+        assert_int_not_equal(NCCLX_MAGIC_M2N_TENSOR, magics[i]);
+    }
+    assert_null(tensor.data);
+    assert_int_equal(tensor.dtype, NCCLX_UINT8);
+    assert_int_equal(tensor.ndims, 1);
+    assert_int_equal(tensor.mesh.ndims, 1);
+    assert_int_equal(tensor.mesh.dims[0], 1);
+    assert_int_equal(tensor.mesh.start_rank, 0);
+    assert_int_equal(tensor.placements[0], NCCLX_M2N_REPLICATE);
+    assert_int_equal(tensor.placements[1], NCCLX_M2N_REPLICATE);
+    /* No M2N unless asked for; its group entries then default (plan.h). */
+    assert_int_equal(plan.m2n_staging_bytes, 0);
+    assert_int_equal(plan.m2n_max_group_entries, 0);
     /* Defaults documented in plan.h. */
     assert_int_equal(group.algorithm, NCCLX_EP_ALGO_LL);
     assert_int_equal(group.max_topk, 1);
@@ -100,6 +122,33 @@ static void test_init_macros(void **state)
     assert_int_equal(team.lsa_size, 1);
     assert_ncclx_ok(ncclxGetVersion(&version));
     assert_int_equal(version, NCCLX_VERSION_CODE);
+}
+
+/* A 0.1 caller's plan (NCCLX_PLAN_SIZE_V1 bytes) with M2N staging: m2n_max_group_entries,
+ * added since, lies past its struct and is never read (garbage there); the plan gets the
+ * default and is sized as this release's struct with 0 there. */
+static void test_plan_v1_m2n_defaults(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t now = NCCLX_PLAN_SIZES_INIT, v1 = NCCLX_PLAN_SIZES_INIT;
+    union {
+        ncclxPlan_t plan;
+        unsigned char bytes[sizeof(ncclxPlan_t) + TAIL_BYTES];
+    } old;
+    (void)state;
+    make_fixture(&f);
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &now));
+    memset(old.bytes, 0xa5, sizeof(old.bytes));
+    memcpy(old.bytes, &f.plan, NCCLX_PLAN_SIZE_V1);
+    old.plan.size = NCCLX_PLAN_SIZE_V1;
+    assert_ncclx_ok(ncclxPlanValidate(&old.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&old.plan, &f.team, &v1));
+    assert_memory_equal(&now, &v1, sizeof(v1));
+    /* The same bytes as this release's struct: 0xa5a5a5a5 entries, refused. */
+    old.plan.size = sizeof(ncclxPlan_t);
+    assert_ncclx_error(ncclxPlanValidate(&old.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=2779096485 exceeds 65536");
 }
 
 /* Structs of a newer release, with garbage where their new fields are: accepted, and the
@@ -381,6 +430,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_macros),
         cmocka_unit_test(test_larger_structs),
+        cmocka_unit_test(test_plan_v1_m2n_defaults),
         cmocka_unit_test(test_too_small),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_swapped_struct),

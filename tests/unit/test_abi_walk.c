@@ -13,6 +13,8 @@
 
 #include "context.h"
 #include "ep_group.h"
+#include "m2n_engine.h"
+#include "plan_internal.h"
 #include "struct.h"
 #include "unit/abi_fixture.h"
 
@@ -64,6 +66,7 @@ static struct {
     ncclx_ep_group_t ht_group;   /* an HT group (ncclxEpHandleGetLayout takes HT handles) */
     ncclx_ep_handle_t ht_handle; /* routed, expert-major */
     struct ncclxContext *ctx;
+    struct ncclxContext *m2n_ctx; /* with M2N staging (abi_setup_m2n) */
     FILE *sink;
 } abi;
 
@@ -124,6 +127,56 @@ static void abi_setup_context(void)
     strcpy(abi.ctx->placement.gpu_busid, "0000:84:00.0");
     strcpy(abi.ctx->placement.bind_reason, "test"); /* the last v1 field */
     abi.ctx->has_placement = 1;
+}
+
+/*
+ * A context with M2N staging on 4 ranks, as far as ncclxM2nReshard looks before it launches,
+ * built on the CPU: the plan imported and laid out, the host classes in host memory, fake
+ * bases for the device classes (nothing reads them before a launch), then ncclx_m2n_bind.
+ * Without a GPU, bind fails at its last step (the engine's event) after filling the engine in
+ * the host arena; the probes take that engine as it is, for none of them gets as far as the
+ * event or a launch: every call is refused by an argument check first.
+ */
+static void abi_setup_m2n(void)
+{
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    ncclx_layout_t layout;
+    struct ncclxContext *ctx = calloc(1, sizeof(*ctx));
+    assert_non_null(ctx);
+    team.num_ranks = team.lsa_size = 4;
+    plan.m2n_staging_bytes = 4 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclx_plan_import(&plan, &team, &ctx->norm));
+    ncclx_layout_init_measure(&layout, NULL, NULL);
+    assert_ncclx_ok(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        const size_t bytes = (layout.arena[c].used + 255) / 256 * 256;
+        ctx->arenas.bytes[c] = layout.arena[c].used;
+        if (c == NCCLX_MEM_HOST || c == NCCLX_MEM_MAPPED_HOST) {
+            ctx->arenas.base[c] = aligned_alloc(256, bytes);
+            assert_non_null(ctx->arenas.base[c]);
+            memset(ctx->arenas.base[c], 0, bytes);
+        } else {
+            ctx->arenas.base[c] = (void *)(uintptr_t)(0x10000000u * (unsigned)(c + 1));
+        }
+    }
+    ctx->arenas.mapped_device = (void *)(uintptr_t)0x50000000u;
+    ctx->rank = 1;
+    if (ncclx_m2n_bind(ctx) != ncclxSuccess) {
+        ctx->m2n = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, ctx->regions.m2n_engine);
+    }
+    assert_non_null(ctx->m2n);
+    abi.m2n_ctx = ctx;
+}
+
+static void abi_teardown_m2n(void)
+{
+    struct ncclxContext *ctx = abi.m2n_ctx;
+    (void)ncclx_m2n_unbind(ctx); /* the event, when bind made one */
+    free(ctx->arenas.base[NCCLX_MEM_HOST]);
+    free(ctx->arenas.base[NCCLX_MEM_MAPPED_HOST]);
+    free(ctx);
+    abi.m2n_ctx = NULL;
 }
 
 static void make_plan(void *s)
@@ -321,6 +374,50 @@ static ncclxResult_t call_handle_import(void *s)
     return ncclxEpHandleImport(&abi.ht_group, NCCLX_EP_LAYOUT_FLAT, s, &mem, NULL, &h);
 }
 
+/* A valid side: 64 bytes replicated on [start, start + ranks) of the context's 4; its rank 1
+ * is in none of the meshes below, so data is NULL. */
+static ncclxM2nTensor_t m2n_side(uint32_t start, uint32_t ranks)
+{
+    ncclxM2nTensor_t t = NCCLX_M2N_TENSOR_INIT;
+    t.local_shape[0] = 64;
+    t.mesh.dims[0] = ranks;
+    t.mesh.start_rank = start;
+    return t;
+}
+
+/* placements[0] (the last v1 field) names tensor dim 5 of a 1-dim tensor: refused by the
+ * descriptor checks, before anything is enqueued. */
+static void make_m2n_tensor(void *s)
+{
+    ncclxM2nTensor_t t = m2n_side(0, 1);
+    t.placements[0] = NCCLX_M2N_SHARD(5);
+    *(ncclxM2nTensor_t *)s = t;
+}
+static ncclxResult_t call_m2n_src(void *s)
+{
+    const ncclxM2nTensor_t dst = m2n_side(2, 2);
+    return ncclxM2nReshard(abi.m2n_ctx, s, &dst, NULL);
+}
+static ncclxResult_t call_m2n_dst(void *s)
+{
+    const ncclxM2nTensor_t src = m2n_side(2, 2);
+    return ncclxM2nReshard(abi.m2n_ctx, &src, s, NULL);
+}
+/* In a group the call only records (imports) both descriptors: a valid one is accepted. */
+static void make_m2n_recorded(void *s)
+{
+    *(ncclxM2nTensor_t *)s = m2n_side(0, 1);
+}
+static ncclxResult_t call_m2n_group(void *s)
+{
+    const ncclxM2nTensor_t dst = m2n_side(2, 2);
+    ncclxResult_t res;
+    assert_ncclx_ok(ncclxM2nGroupStart(abi.m2n_ctx));
+    res = ncclxM2nReshard(abi.m2n_ctx, s, &dst, NULL);
+    assert_ncclx_ok(ncclxM2nGroupAbort(abi.m2n_ctx));
+    return res;
+}
+
 /* clang-format off */
 static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_PLAN, "ncclxPlanValidate", "plan", make_plan, call_plan, ncclxSuccess, NULL,
@@ -356,6 +453,14 @@ static const abi_probe_t abi_probes[] = {
      call_ht_buffers, ncclxSuccess, NULL, expected_ht_buffers, 0},
     {NCCLX_MAGIC_EP_HANDLE_STATE, "ncclxEpHandleImport", "state", make_handle_state,
      call_handle_import, ncclxInvalidArgument, "config->global_expert_ids=2", NULL, 0},
+    {NCCLX_MAGIC_M2N_TENSOR, "ncclxM2nReshard", "src", make_m2n_tensor, call_m2n_src,
+     ncclxInvalidArgument, "src.placements[0]=5: must be NCCLX_M2N_REPLICATE (-1) or a tensor dim",
+     NULL, 0},
+    {NCCLX_MAGIC_M2N_TENSOR, "ncclxM2nReshard", "dst", make_m2n_tensor, call_m2n_dst,
+     ncclxInvalidArgument, "dst.placements[0]=5: must be NCCLX_M2N_REPLICATE (-1) or a tensor dim",
+     NULL, 0},
+    {NCCLX_MAGIC_M2N_TENSOR, "ncclxM2nReshard (recording a group)", "src", make_m2n_recorded,
+     call_m2n_group, ncclxSuccess, NULL, NULL, 0},
 };
 /* clang-format on */
 #define ABI_PROBES_LEN (sizeof(abi_probes) / sizeof(abi_probes[0]))
@@ -473,6 +578,7 @@ static void test_table_walk(void **state)
     make_fixture(&abi.plan);
     abi_setup_ep();
     abi_setup_context();
+    abi_setup_m2n();
     abi.sink = fopen("/dev/null", "w");
     assert_non_null(abi.sink);
     for (size_t i = 0; i < ABI_TABLE_LEN; i++) {
@@ -494,6 +600,7 @@ static void test_table_walk(void **state)
         }
     }
     assert_int_equal(fclose(abi.sink), 0);
+    abi_teardown_m2n();
     free(abi.ctx);
 }
 

@@ -2,15 +2,16 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Plan sizing against hand-computed values (the arithmetic is spelled out next to each
- * number; docs/plan-sizing.md gives the formulas).  M2N staging and HT across load/store
- * domains are not implemented: the public calls refuse them (checked here); the M2N staging
- * formula is checked through the internal layout so that it holds when the feature lands.
+ * number; docs/plan-sizing.md gives the formulas).  HT across load/store domains is not
+ * implemented: the public calls refuse it (checked here).  M2N staging is sized with its
+ * control words (lib/plan_layout.c ncclx_layout_m2n).
  */
 #include <stdlib.h>
 
 #include "ncclx_test.h"
 
 #include "ep_group.h"
+#include "m2n_engine.h"
 #include "plan_internal.h"
 #include "pool.h"
 
@@ -66,39 +67,6 @@ static ncclxPlanSizes_t sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32
     plan.ep_groups = groups;
     plan.m2n_staging_bytes = m2n;
     assert_ncclx_ok(ncclxPlanComputeSizes(&plan, team, &sizes));
-    return sizes;
-}
-
-/* Sizes of a plan with a planned feature (M2N staging): the public calls refuse it with
- * ncclxUnsupported, naming the field; the internal layout still sizes it. */
-static ncclxPlanSizes_t planned_sizes_of(const ncclxEpGroupPlan_t *const *groups, uint32_t n,
-                                         uint64_t m2n, const ncclxTeam_t *team,
-                                         const char *refused_field)
-{
-    ncclxPlan_t plan = NCCLX_PLAN_INIT;
-    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
-    ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
-    ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
-    ncclx_layout_t layout;
-    assert_non_null(norm);
-    assert_non_null(regions);
-    plan.num_ep_groups = n;
-    plan.ep_groups = groups;
-    plan.m2n_staging_bytes = m2n;
-    assert_ncclx_error(ncclxPlanComputeSizes(&plan, team, &sizes), ncclxUnsupported, refused_field);
-    assert_ncclx_error(ncclxPlanValidate(&plan, team), ncclxUnsupported,
-                       "is not implemented in this release");
-    assert_int_equal(sizes.total[NCCLX_MEM_SYMMETRIC], 0); /* untouched */
-    assert_ncclx_error(ncclx_plan_import(&plan, team, norm), ncclxUnsupported, refused_field);
-    ncclx_layout_init_measure(&layout, NULL, NULL);
-    assert_ncclx_ok(ncclx_plan_layout(&layout, norm, regions));
-    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
-        sizes.total[c] = layout.arena[c].used;
-        sizes.per_handle[c] = layout.per_handle[c];
-    }
-    sizes.num_regions = layout.num_regions;
-    free(regions);
-    free(norm);
     return sizes;
 }
 
@@ -278,6 +246,13 @@ static void test_ht_across_nodes_refused(void **state)
                      131072ull + 768ull + 1879048192ull + 4194304ull + 2097152ull);
 }
 
+/* M2N's host regions, first in the host class: the engine, then the group entries (128 by
+ * default), each 64-byte aligned. */
+static size_t host_bytes_of_m2n(uint32_t entries)
+{
+    return align64(ncclx_m2n_engine_bytes()) + entries * ncclx_m2n_entry_bytes();
+}
+
 static void test_two_groups_and_m2n(void **state)
 {
     (void)state;
@@ -285,41 +260,86 @@ static void test_two_groups_and_m2n(void **state)
     ncclxEpGroupPlan_t ht = ht_group();
     const ncclxEpGroupPlan_t *groups[] = {&ll, &ht};
     ncclxTeam_t team = team_of(8, 1);
-    ncclxPlanSizes_t both = planned_sizes_of(groups, 2, 1000, &team, "plan.m2n_staging_bytes=1000");
+    /* The least staging of 8 ranks: 8 * 16384. */
+    ncclxPlanSizes_t both = sizes_of(groups, 2, 131072, &team);
     ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
-    /* M2N staging (1000 -> 1024 with the next region's alignment) comes first; every region
+    /* M2N comes first: staging 131072, then its signals 4 * 8 ranks * 8 = 256; every region
      * starts on 256 bytes and the LL group ends with its mask words (8 ranks * 20 = 160 bytes,
      * padded by 96 before the HT group's regions); the HT group's total is its own. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 1024 + only_ll.total[NCCLX_MEM_SYMMETRIC] +
-                                                          96 + only_ht.total[NCCLX_MEM_SYMMETRIC]);
-    /* Device: the context's peer table and scratch (512 bytes) once. */
-    assert_int_equal(both.total[NCCLX_MEM_DEVICE],
-                     only_ll.total[NCCLX_MEM_DEVICE] + only_ht.total[NCCLX_MEM_DEVICE] - 512);
-    assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 3);
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 131072 + 256 +
+                                                          only_ll.total[NCCLX_MEM_SYMMETRIC] + 96 +
+                                                          only_ht.total[NCCLX_MEM_SYMMETRIC]);
+    /* Device: M2N's state (512) and round counts (2 * 8 ranks * 8 = 128, padded to 256), then
+     * the context's peer table and scratch (512 bytes) once. */
+    assert_int_equal(both.total[NCCLX_MEM_DEVICE], 512 + 256 + only_ll.total[NCCLX_MEM_DEVICE] +
+                                                       only_ht.total[NCCLX_MEM_DEVICE] - 512);
+    /* M2N status, context status, one per group. */
+    assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 4);
     assert_int_equal(both.total[NCCLX_MEM_HOST],
-                     host_bytes_of_group(2, 0, host_bytes_of_group(4, 8, 0)));
+                     host_bytes_of_group(2, 0, host_bytes_of_group(4, 8, host_bytes_of_m2n(128))));
     /* The larger handle of the two groups (HT 393984, LL 45312). */
     assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], 393984);
+    /* Seven regions more: staging, signals, state, round counts, status, engine, entries. */
+    assert_int_equal(both.num_regions, only_ll.num_regions + only_ht.num_regions - 3 + 7);
 }
 
-/* A nonzero M2N staging budget is refused (an LL-only plan otherwise valid), and sized by the
- * internal layout: 1000 bytes, first, then the LL group's regions at the next 256 bytes. */
-static void test_m2n_staging_refused(void **state)
+/* Staging S on R ranks reserves S + 4 R 8 symmetric bytes (the ring, then vote[2][R],
+ * filled[R] and freed[R]), exactly when S is a multiple of 256 and no region follows; a region
+ * after them (the LL group's) starts on the next 256 bytes, so that R not a multiple of 8
+ * pads the signals; an S off 256 pads the ring before the signals. */
+static void test_m2n_staging_sizes(void **state)
 {
     (void)state;
     ncclxEpGroupPlan_t g = ll_group();
     const ncclxEpGroupPlan_t *groups[] = {&g};
+    static const uint32_t ranks[] = {1, 2, 8, 16, 24};
+    for (size_t k = 0; k < sizeof(ranks) / sizeof(ranks[0]); k++) {
+        const uint32_t r = ranks[k];
+        ncclxTeam_t team = team_of(r, 1);
+        const uint64_t least = (uint64_t)r * NCCLX_M2N_MIN_STAGING_PER_RANK;
+        const uint64_t signals = 4ull * r * 8;
+        ncclxPlanSizes_t none = sizes_of(groups, 0, 0, &team);
+        ncclxPlanSizes_t m2n = sizes_of(groups, 0, least, &team);
+        assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                         least + signals);
+        assert_int_equal(m2n.num_regions - none.num_regions, 7);
+        m2n = sizes_of(groups, 0, 3 * least, &team);
+        assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                         3 * least + signals);
+        m2n = sizes_of(groups, 0, least + 100, &team);
+        assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                         least + 256 + signals);
+        /* Followed by the LL group. */
+        if (256 % r == 0) { /* the LL group's 256 experts need ranks dividing them */
+            none = sizes_of(groups, 1, 0, &team);
+            m2n = sizes_of(groups, 1, least, &team);
+            assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                             least + (signals + 255) / 256 * 256);
+        }
+    }
+}
+
+/* M2N group entries: 128 by default (the same sizes as 128 given), each of
+ * ncclx_m2n_entry_bytes() in the host class. */
+static void test_m2n_group_entries_sizes(void **state)
+{
+    (void)state;
     ncclxTeam_t team = team_of(8, 1);
-    ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
-    ncclxPlanSizes_t with_m2n =
-        planned_sizes_of(groups, 1, 1000, &team, "plan.m2n_staging_bytes=1000");
-    assert_int_equal(with_m2n.total[NCCLX_MEM_SYMMETRIC],
-                     1024 + only_ll.total[NCCLX_MEM_SYMMETRIC]);
-    /* Refused even without any EP group; the message says what to do. */
-    planned_sizes_of(groups, 0, 1, &team,
-                     "M2N resharding is not implemented in this release; leave 0");
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxPlanSizes_t dflt = NCCLX_PLAN_SIZES_INIT, given = NCCLX_PLAN_SIZES_INIT;
+    plan.m2n_staging_bytes = 131072;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&plan, &team, &dflt));
+    assert_int_equal(dflt.total[NCCLX_MEM_HOST],
+                     host_bytes_of_m2n(NCCLX_M2N_DEFAULT_GROUP_ENTRIES));
+    plan.m2n_max_group_entries = NCCLX_M2N_DEFAULT_GROUP_ENTRIES;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&plan, &team, &given));
+    assert_memory_equal(&dflt, &given, sizeof(given));
+    plan.m2n_max_group_entries = 1000;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&plan, &team, &given));
+    assert_int_equal(given.total[NCCLX_MEM_HOST], host_bytes_of_m2n(1000));
+    assert_int_equal(given.total[NCCLX_MEM_SYMMETRIC], dflt.total[NCCLX_MEM_SYMMETRIC]);
 }
 
 static void test_quant_fwd_and_fp32_widen_slots(void **state)
@@ -418,6 +438,18 @@ static void test_plan_print_lists_regions(void **state)
     assert_non_null(strstr(buf, "(4 x 45312)"));
     assert_non_null(strstr(buf, "symmetric"));
     assert_non_null(strstr(buf, "totals per rank"));
+    assert_null(strstr(buf, "M2N")); /* no staging, no M2N region */
+    /* With staging: its regions by name, the ring's bytes among them. */
+    memset(buf, 0, sizeof(buf));
+    plan.m2n_staging_bytes = 131072;
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
+    fclose(out);
+    assert_non_null(strstr(buf, "M2N staging"));
+    assert_non_null(strstr(buf, "131072"));
+    assert_non_null(strstr(buf, "M2N signals"));
+    assert_non_null(strstr(buf, "M2N group entries"));
 }
 
 int main(void)
@@ -428,7 +460,8 @@ int main(void)
         cmocka_unit_test(test_ht_deepseek_prefill_8_ranks),
         cmocka_unit_test(test_ht_across_nodes_refused),
         cmocka_unit_test(test_two_groups_and_m2n),
-        cmocka_unit_test(test_m2n_staging_refused),
+        cmocka_unit_test(test_m2n_staging_sizes),
+        cmocka_unit_test(test_m2n_group_entries_sizes),
         cmocka_unit_test(test_quant_fwd_and_fp32_widen_slots),
         cmocka_unit_test(test_extreme_plan_sizes_or_fails_cleanly),
         cmocka_unit_test(test_plan_print_lists_regions),

@@ -6,11 +6,11 @@
  * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
  * good value is still accepted, so that an over-strict check fails as well.
  *
- * What this release does not implement (an HT group on a team spanning several load/store
- * domains, M2N staging) is checked all the same, and a plan
- * whose fields are all valid but that asks for it is refused with ncclxUnsupported (after every
- * field check, so a bad field is still named first).  An HT group inside one load/store team
- * validates like an LL group.
+ * What this release does not implement (an HT group or M2N staging on a team spanning several
+ * load/store domains) is checked all the same, and a plan whose fields are all valid but that
+ * asks for it is refused with ncclxUnsupported (after every field check, so a bad field is
+ * still named first).  An HT group inside one load/store team validates like an LL group, and
+ * M2N staging there has its own rules (test_m2n_plan_rules).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +152,15 @@ static const field_case_t cases[] = {
     {"plan num_ep_groups=65", BASE_LL, PLAN(num_ep_groups), NCCLX_MAX_EP_GROUPS + 1, "exceeds 64"},
     {"plan host_block_bytes without block", BASE_HT, PLAN(host_block_bytes), 4096,
      "plan.host_block is NULL"},
+    /* M2N: staging of at least 16384 bytes per rank of the team (8 here). */
+    {"plan m2n_staging_bytes=1", BASE_LL, PLAN(m2n_staging_bytes), 1,
+     "a team of 8 ranks needs at least 131072"},
+    {"plan m2n_staging_bytes=131071", BASE_HT, PLAN(m2n_staging_bytes), 131071,
+     "a team of 8 ranks needs at least 131072"},
+    {"plan m2n_staging_bytes=131072 ok", BASE_LL, PLAN(m2n_staging_bytes), 131072, VALID},
+    {"plan m2n_staging_bytes=1 GiB ok", BASE_HT, PLAN(m2n_staging_bytes), 1ull << 30, VALID},
+    {"plan m2n_max_group_entries without staging", BASE_LL, PLAN(m2n_max_group_entries), 1,
+     "but plan.m2n_staging_bytes is 0 (no M2N)"},
 };
 
 #define NUM_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -218,8 +227,8 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
 #define NOT_IMPLEMENTED "is not implemented in this release"
 
 /* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
- * HT group on a team of several load/store domains (the group named), or M2N staging.  A NULL team
- * is 1 rank: one load/store team. */
+ * HT group (the group named) or M2N staging on a team of several load/store domains.  A NULL
+ * team is 1 rank: one load/store team. */
 static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
 {
     char needle[96];
@@ -237,7 +246,7 @@ static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
         return;
     }
-    if (f->plan.m2n_staging_bytes != 0) {
+    if (f->plan.m2n_staging_bytes != 0 && !one_lsa_team) {
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
                            "plan.m2n_staging_bytes=");
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
@@ -410,27 +419,126 @@ static void test_unimplemented_refused(void **state)
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[1]->num_handles=0");
 
-    /* M2N staging, with or without EP groups (an HT group too); 0 is the only accepted value. */
+    /* M2N staging on 16 ranks of which 8 reach each other by load/store (two nodes), with or
+     * without EP groups; nothing sized. */
     make_fixture(&f, 1, BASE_LL, BASE_LL);
-    f.plan.m2n_staging_bytes = 1;
+    f.team.num_ranks = 16;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 8;
+    f.plan.m2n_staging_bytes = 16 * NCCLX_M2N_MIN_STAGING_PER_RANK;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=1: M2N resharding " NOT_IMPLEMENTED "; leave 0");
+                       "plan.m2n_staging_bytes=262144 on a team of 16 ranks of which 8 reach "
+                       "each other by load/store: M2N between load/store domains " NOT_IMPLEMENTED);
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=1");
+                       "plan.m2n_staging_bytes=262144");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
-    make_ht(&f.groups[0]);
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=1");
     f.plan.num_ep_groups = 0;
-    f.plan.m2n_staging_bytes = 1 << 20;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=1048576");
+                       "plan.m2n_staging_bytes=262144");
+    /* The HT group is refused first; a staging too small is an invalid argument first. */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.lsa_size = 4;
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of");
+    f.plan.m2n_staging_bytes = 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=1: a team of 8 ranks needs at least 131072");
+    /* Without staging, the LL group on that team is fine. */
+    make_ll(&f.groups[0]);
     f.plan.m2n_staging_bytes = 0;
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
     /* A bad team is still an invalid argument. */
-    f.plan.m2n_staging_bytes = 1;
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
     f.team.lsa_size = 3;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, "team.lsa_size");
+}
+
+/* M2N staging inside one load/store team: at least NCCLX_M2N_MIN_STAGING_PER_RANK bytes per
+ * rank (a ring of slices from every source), with or without EP groups; group entries only
+ * with staging (0 there: the default), at most NCCLX_M2N_MAX_GROUP_ENTRIES.  Each refusal
+ * names its field, on every public entry point. */
+static void test_m2n_plan_rules(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    ncclxPlanSizes_t before;
+    (void)state;
+    memcpy(&before, &sizes, sizeof(before));
+    make_fixture(&f, 2, BASE_LL, BASE_HT);
+    /* The least staging: 8 ranks * 16384; one byte less is refused. */
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    memcpy(&sizes, &before, sizeof(sizes));
+    f.plan.m2n_staging_bytes--;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=131071: a team of 8 ranks needs at least 131072 "
+                       "(16384 bytes per rank");
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=131071");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    /* The least grows with the team: 16 ranks on 2 nodes of one load/store domain. */
+    f.team.num_ranks = 16;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 16;
+    f.plan.m2n_staging_bytes = 16 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=131072: a team of 16 ranks needs at least 262144");
+    /* No EP group, and the NULL team (1 rank). */
+    f.plan.num_ep_groups = 0;
+    f.plan.m2n_staging_bytes = NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    f.plan.m2n_staging_bytes = NCCLX_M2N_MIN_STAGING_PER_RANK - 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, NULL), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=16383: a team of 1 ranks needs at least 16384");
+
+    /* Group entries: refused without staging, whatever the count. */
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.plan.m2n_max_group_entries = 5;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=5 but plan.m2n_staging_bytes is 0");
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=5");
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    f.plan.m2n_max_group_entries = NCCLX_M2N_MAX_GROUP_ENTRIES + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=65537 but plan.m2n_staging_bytes is 0");
+    /* With staging: 1 to NCCLX_M2N_MAX_GROUP_ENTRIES, or 0 for the default. */
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=65537 exceeds 65536");
+    f.plan.m2n_max_group_entries = UINT32_MAX;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=4294967295 exceeds 65536");
+    f.plan.m2n_max_group_entries = NCCLX_M2N_MAX_GROUP_ENTRIES;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.plan.m2n_max_group_entries = 1;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* 0 is the default, 128: sized exactly as 128 given. */
+    {
+        ncclxPlanSizes_t dflt = NCCLX_PLAN_SIZES_INIT, given = NCCLX_PLAN_SIZES_INIT;
+        f.plan.m2n_max_group_entries = 0;
+        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &dflt));
+        f.plan.m2n_max_group_entries = NCCLX_M2N_DEFAULT_GROUP_ENTRIES;
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &given));
+        assert_memory_equal(&dflt, &given, sizeof(given));
+        f.plan.m2n_max_group_entries = NCCLX_M2N_DEFAULT_GROUP_ENTRIES + 1;
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &given));
+        assert_true(given.total[NCCLX_MEM_HOST] > dflt.total[NCCLX_MEM_HOST]);
+    }
+    /* Staging off one load/store domain: refused as not implemented (test_unimplemented_refused),
+     * after the staging and entry checks. */
+    f.team.lsa_size = 4;
+    f.plan.m2n_max_group_entries = 0;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.m2n_staging_bytes=131072 on a team of 8 ranks of which 4");
+    f.plan.m2n_max_group_entries = NCCLX_M2N_MAX_GROUP_ENTRIES + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_max_group_entries=65537 exceeds 65536");
 }
 
 static void test_second_group_named(void **state)
@@ -575,15 +683,11 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_valid_plans),
-        cmocka_unit_test(test_unimplemented_refused),
-        cmocka_unit_test(test_mxfp8_plan_rules),
-        cmocka_unit_test(test_second_group_named),
-        cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),
-        cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_rows_limit),
-        cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_valid_plans),        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_m2n_plan_rules),     cmocka_unit_test(test_mxfp8_plan_rules),
+        cmocka_unit_test(test_second_group_named), cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),         cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),    cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
