@@ -219,7 +219,8 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
             __threadfence_system();
             // The counter goes round 0 .. blocks - 1 once per round: the last block is the one
             // that finds blocks - 1, and leaves it at 0 for the next round.
-            const unsigned old = atomicInc(&l.state->round_arrive[p], (unsigned)pr.blocks - 1);
+            const unsigned old =
+                atomicInc(&l.state->round_arrive[p][q], (unsigned)pr.blocks - 1);
             if (old == (unsigned)pr.blocks - 1) {
                 __threadfence_system();
                 u64 *counter = pr.send ? filled(base_of(l, peer), l) : freed(base_of(l, peer), l);

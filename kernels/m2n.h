@@ -44,7 +44,10 @@ typedef struct {
     unsigned int error;     /* NCCLX_M2N_ERROR_* bits, published to the mapped status */
     unsigned int reserved;
     ncclx_ep_arrive_t arrive;                     /* elects the launch's last block */
-    unsigned int round_arrive[NCCLX_M2N_MAX_PEERS]; /* blocks done with a pair's round */
+    /* Blocks done with round j of pair p, at [p][j % NCCLX_M2N_DEPTH]: the blocks of one end
+     * of a pair can be up to NCCLX_M2N_DEPTH rounds apart (the other end's counter holds the
+     * lead back), so rounds that share a counter never overlap. */
+    unsigned int round_arrive[NCCLX_M2N_MAX_PEERS][NCCLX_M2N_DEPTH];
 } ncclx_m2n_state_t;
 
 /* One box of a pair's stream, this rank's side: `bytes` bytes at stream offset `begin`, in

@@ -372,12 +372,14 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
         uint32_t bound;
         if (group) {
             snprintf(where, sizeof(where), "entry %u of %u: ", e, n);
-            if (entries[e].stream != entries[0].stream) {
-                return NCCLX_ERROR(ncclxInvalidArgument,
-                                   "%s: %sstream %p differs from entry 0's (%p): one group runs "
-                                   "on one stream",
-                                   call, where, (void *)entries[e].stream,
-                                   (void *)entries[0].stream);
+            /* Only this rank sees its streams: like a tile error, it votes the group down (on
+             * entry 0's stream) so that its peers skip it too instead of waiting for it. */
+            if (entries[e].stream != entries[0].stream && local == ncclxSuccess) {
+                local = NCCLX_ERROR(ncclxInvalidArgument,
+                                    "%sstream %p differs from entry 0's (%p): one group runs on "
+                                    "one stream",
+                                    where, (void *)entries[e].stream, (void *)entries[0].stream);
+                snprintf(local_message, sizeof(local_message), "%s", ncclxGetLastError());
             }
         }
         NCCLX_CHECK(ncclx_m2n_check_tensor(m, &entries[e].src, &entries[e].dst, where, &c));

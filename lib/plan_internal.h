@@ -74,7 +74,7 @@ typedef struct {
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n.h describes them. */
 #define NCCLX_M2N_SIGNAL_WORDS 4u   /* symmetric: vote[2][R], filled[R], freed[R] (uint64) */
-#define NCCLX_M2N_STATE_BYTES  512u /* device: ncclx_m2n_state_t */
+#define NCCLX_M2N_STATE_BYTES  2048u /* device: ncclx_m2n_state_t */
 #define NCCLX_M2N_COUNT_WORDS  2u   /* device: sent[R], received[R] (uint64) */
 
 typedef struct {

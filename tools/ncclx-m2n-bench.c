@@ -382,11 +382,15 @@ int main(int argc, char **argv)
         if (enqueue()) {
             return 1;
         }
+        /* Every capture ends before any graph is instantiated (not allowed while this thread
+         * captures). */
+        cudaGraph_t g[MAX_RANKS];
         for (uint32_t r = 0; r < world; r++) {
-            cudaGraph_t g;
-            CHECK_CUDA(cudaStreamEndCapture(stream[r], &g));
-            CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
-            CHECK_CUDA(cudaGraphDestroy(g));
+            CHECK_CUDA(cudaStreamEndCapture(stream[r], &g[r]));
+        }
+        for (uint32_t r = 0; r < world; r++) {
+            CHECK_CUDA(cudaGraphInstantiate(&exec[r], g[r], 0));
+            CHECK_CUDA(cudaGraphDestroy(g[r]));
         }
     }
     cudaStream_t timer;

@@ -3,9 +3,9 @@
  *
  * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
  * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  An HT group
- * (--ht-tokens) runs inside one load/store team: on a team of several (lsa < ranks) the library
- * refuses it in this release, as it refuses M2N staging (--m2n), and so does this tool, with
- * the library's message.
+ * (--ht-tokens) and M2N staging (--m2n, --m2n-entries) run inside one load/store team: on a
+ * team of several (lsa < ranks, as the default --nodes gives from 16 ranks on) the library
+ * refuses them in this release, and so does this tool, with the library's message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +20,7 @@ typedef struct {
     uint32_t experts, hidden, topk, ll_tokens, ht_tokens, ht_recv, handles, nodes;
     uint32_t ranks; /* 0: sweep 8..64 */
     uint64_t m2n_bytes;
+    uint32_t m2n_entries;
     int fp8, mask, regions;
 } plan_options_t;
 
@@ -40,8 +41,10 @@ static void usage(FILE *out)
             "  --handles N      handles per group (4)\n"
             "  --ranks N        ranks; default: a sweep over 8, 16, 32, 64\n"
             "  --nodes N        nodes (ranks / 8, at least 1)\n"
-            "  --m2n BYTES      M2N staging bytes (0; M2N is planned, not implemented in this\n"
-            "                   release: a nonzero value is refused)\n"
+            "  --m2n BYTES      M2N staging bytes per rank (0 = no M2N; at least ranks * 16384;\n"
+            "                   one load/store team only: with nodes > 1 it is refused, so\n"
+            "                   give --nodes 1 to sweep 16-64 ranks)\n"
+            "  --m2n-entries N  M2N tensors one group may record (0 = 128 with --m2n)\n"
             "  --no-fp8         LL without the FP8 recipe\n"
             "  --no-mask        LL without the active mask\n"
             "  --regions        list every region (for one --ranks value)\n"
@@ -75,11 +78,12 @@ static const char *option_name(const struct option *longopts, int val)
 static int parse_options(int argc, char **argv, plan_options_t *o)
 {
     static const struct option longopts[] = {
-        {"experts", 1, NULL, 'e'},   {"hidden", 1, NULL, 'H'},    {"topk", 1, NULL, 'k'},
-        {"ll-tokens", 1, NULL, 'l'}, {"ht-tokens", 1, NULL, 't'}, {"ht-recv", 1, NULL, 'r'},
-        {"handles", 1, NULL, 'h'},   {"ranks", 1, NULL, 'n'},     {"nodes", 1, NULL, 'N'},
-        {"m2n", 1, NULL, 'm'},       {"no-fp8", 0, NULL, 'F'},    {"no-mask", 0, NULL, 'M'},
-        {"regions", 0, NULL, 'R'},   {"help", 0, NULL, '?'},      {NULL, 0, NULL, 0}};
+        {"experts", 1, NULL, 'e'},   {"hidden", 1, NULL, 'H'},      {"topk", 1, NULL, 'k'},
+        {"ll-tokens", 1, NULL, 'l'}, {"ht-tokens", 1, NULL, 't'},   {"ht-recv", 1, NULL, 'r'},
+        {"handles", 1, NULL, 'h'},   {"ranks", 1, NULL, 'n'},       {"nodes", 1, NULL, 'N'},
+        {"m2n", 1, NULL, 'm'},       {"m2n-entries", 1, NULL, 'E'}, {"no-fp8", 0, NULL, 'F'},
+        {"no-mask", 0, NULL, 'M'},   {"regions", 0, NULL, 'R'},     {"help", 0, NULL, '?'},
+        {NULL, 0, NULL, 0}};
     uint32_t *targets[128] = {0};
     int c;
     targets['e'] = &o->experts;
@@ -91,6 +95,7 @@ static int parse_options(int argc, char **argv, plan_options_t *o)
     targets['h'] = &o->handles;
     targets['n'] = &o->ranks;
     targets['N'] = &o->nodes;
+    targets['E'] = &o->m2n_entries;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         uint64_t value;
         if (c == 'F') {
@@ -170,6 +175,7 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
     plan.num_ep_groups = build_groups(o, groups);
     plan.ep_groups = group_ptrs;
     plan.m2n_staging_bytes = o->m2n_bytes;
+    plan.m2n_max_group_entries = o->m2n_entries;
     team.num_ranks = ranks;
     team.num_nodes = o->nodes != 0 ? o->nodes : (ranks >= 8 ? ranks / 8 : 1);
     team.lsa_size = ranks / team.num_nodes;
@@ -180,9 +186,9 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
     }
     if (header) {
         printf("# libncclx plan: experts=%u hidden=%u topk=%u ll_tokens=%u ht_tokens=%u "
-               "ht_recv=%u handles=%u m2n=%" PRIu64 " (MiB per rank)\n",
+               "ht_recv=%u handles=%u m2n=%" PRIu64 " m2n_entries=%u (MiB per rank)\n",
                o->experts, o->hidden, o->topk, o->ll_tokens, o->ht_tokens, o->ht_recv, o->handles,
-               o->m2n_bytes);
+               o->m2n_bytes, o->m2n_entries);
         printf("%6s %6s %6s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
                "device", "mapped_host", "host", "per_handle");
     }
@@ -199,7 +205,7 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
 
 int main(int argc, char **argv)
 {
-    plan_options_t o = {256, 7168, 8, 128, 0, 0, 4, 0, 0, 0, 1, 1, 0};
+    plan_options_t o = {256, 7168, 8, 128, 0, 0, 4, 0, 0, 0, 0, 1, 1, 0};
     static const uint32_t sweep[] = {8, 16, 32, 64};
     if (!parse_options(argc, argv, &o)) {
         return 2;

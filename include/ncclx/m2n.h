@@ -78,10 +78,11 @@ typedef struct {
  * rank 0 on a one-rank context: a copy).  Enqueued on stream; returns without waiting.
  *
  * Errors, each naming the field: a descriptor error (dims, shapes, placements, meshes, dtype
- * sizes, global shapes that differ, uneven shards, a call beyond NCCLX_M2N_MAX_TRANSFERS or
+ * sizes, global shapes that differ, a call beyond NCCLX_M2N_MAX_TRANSFERS or
  * NCCLX_M2N_MAX_PEERS) is seen by every rank alike, so every rank returns it and nothing is
  * enqueued.  A tile error (data NULL on a member, set on a non-member, not aligned to its
- * element size) is seen by its own rank only: that rank returns ncclxInvalidArgument and its
+ * element size; in a group, an entry on another stream than entry 0's) is seen by its own rank
+ * only: that rank returns ncclxInvalidArgument and its
  * kernel votes the call down, so that no rank moves any byte of it; the others then find
  * NCCLX_M2N_ERROR_REFUSED in ncclxM2nGetAsyncError once their stream reaches the call.
  * A context planned without M2N (m2n_staging_bytes 0): ncclxInvalidUsage.  After a wait timed
@@ -96,7 +97,10 @@ ncclxResult_t ncclxM2nReshard(ncclxContext_t ctx, const ncclxM2nTensor_t *src,
  * ncclxSuccess.  Start/End nest; the outermost End checks every entry and enqueues them as
  * few launches as the per-launch bounds allow (each launch moves several tensors at once).
  * Every entry must use the stream of the first.  An entry's error is reported by End as
- * "entry i of n: ..." and nothing of the group moves.  Abort drops every recorded entry and
+ * "entry i of n: ..." and nothing of the group moves.  A call that cannot be recorded (a bad
+ * struct header, a full group) fails at once and makes End fail ("entry i: ...") without
+ * enqueueing: every rank must record the same entries, or its peers wait for it until the
+ * timeout.  Abort drops every recorded entry and
  * every nesting level.  A group holds at most ncclxPlan_t.m2n_max_group_entries entries
  * (ncclxResourceExhausted when one more is recorded).
  */
@@ -112,7 +116,9 @@ ncclxResult_t ncclxM2nGroupAbort(ncclxContext_t ctx);
 /** The M2N error bits this rank's kernels have reported (0: none). */
 ncclxResult_t ncclxM2nGetAsyncError(ncclxContext_t ctx, uint32_t *error);
 
-/** Clears REFUSED and MISMATCH (later calls run normally); a TIMEOUT stays. */
+/** Clears REFUSED and MISMATCH (later calls run normally); a TIMEOUT stays.  Call it once the
+ *  work that reported them has completed (after graph replays: after their stream is
+ *  synchronized); it waits for the context's last eager M2N launch itself. */
 ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx);
 
 #ifdef __cplusplus

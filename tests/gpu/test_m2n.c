@@ -722,6 +722,29 @@ static void test_refusals(void **state)
     }
     team_sync(&t);
     check(&t, &tl, 7, 0, "after group errors and an abort (nothing may move)");
+    /* A group whose entry 1 is on another stream on rank 1 only: rank 1 fails, every rank
+     * skips the group. */
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        const ncclxM2nTensor_t src = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, r));
+        const ncclxM2nTensor_t dst = descriptor(&x.dst, x.dtype, tile_ptr(&tl, 1, r));
+        const cudaStream_t second = r == 1 ? t.stream[0] : t.stream[r];
+        assert_ncclx_ok(ncclxM2nGroupStart(t.ctx[r]));
+        assert_ncclx_ok(ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)t.stream[r]));
+        assert_ncclx_ok(ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)second));
+        if (r == 1) {
+            assert_ncclx_error(ncclxM2nGroupEnd(t.ctx[r]), ncclxInvalidArgument,
+                               "one group runs on one stream");
+        } else {
+            assert_ncclx_ok(ncclxM2nGroupEnd(t.ctx[r]));
+        }
+    }
+    team_sync(&t);
+    check(&t, &tl, 7, 0, "after a group on two streams on rank 1 (nothing may move)");
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[r], &err));
+        assert_int_equal(err, r == 1 ? 0u : NCCLX_M2N_ERROR_REFUSED);
+        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r]));
+    }
     /* And a good call now moves everything. */
     upload(&t, &tl, 8, keep, &kept);
     reshard_all(&t, &x, &tl, 1);

@@ -271,9 +271,10 @@ static void test_two_groups_and_m2n(void **state)
     assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 131072 + 256 +
                                                           only_ll.total[NCCLX_MEM_SYMMETRIC] + 96 +
                                                           only_ht.total[NCCLX_MEM_SYMMETRIC]);
-    /* Device: M2N's state (512) and round counts (2 * 8 ranks * 8 = 128, padded to 256), then
-     * the context's peer table and scratch (512 bytes) once. */
-    assert_int_equal(both.total[NCCLX_MEM_DEVICE], 512 + 256 + only_ll.total[NCCLX_MEM_DEVICE] +
+    /* Device: M2N's state (NCCLX_M2N_STATE_BYTES) and round counts (2 * 8 ranks * 8 = 128,
+     * padded to 256), then the context's peer table and scratch (512 bytes) once. */
+    assert_int_equal(both.total[NCCLX_MEM_DEVICE], NCCLX_M2N_STATE_BYTES + 256 +
+                                                       only_ll.total[NCCLX_MEM_DEVICE] +
                                                        only_ht.total[NCCLX_MEM_DEVICE] - 512);
     /* M2N status, context status, one per group. */
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 4);
