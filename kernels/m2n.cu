@@ -193,12 +193,12 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
                 // Slice q held round j - kDepth: the destination must have read it out.
                 const u64 need = base + j + 1 - kDepth;
                 ok = j < (u64)kDepth ||
-                     wait_for(l, freed(self, l) + peer, [need](u64 v) { return v >= need; },
-                              &seen);
+                     wait_for(
+                         l, freed(self, l) + peer, [need](u64 v) { return v >= need; }, &seen);
             } else {
                 const u64 need = base + j + 1;
-                ok = wait_for(l, filled(self, l) + peer, [need](u64 v) { return v >= need; },
-                              &seen);
+                ok = wait_for(
+                    l, filled(self, l) + peer, [need](u64 v) { return v >= need; }, &seen);
             }
         }
         __syncthreads();
@@ -219,16 +219,15 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
             __threadfence_system();
             // The counter goes round 0 .. blocks - 1 once per round: the last block is the one
             // that finds blocks - 1, and leaves it at 0 for the next round.
-            const unsigned old =
-                atomicInc(&l.state->round_arrive[p][q], (unsigned)pr.blocks - 1);
+            const unsigned old = atomicInc(&l.state->round_arrive[p][q], (unsigned)pr.blocks - 1);
             if (old == (unsigned)pr.blocks - 1) {
                 __threadfence_system();
                 u64 *counter = pr.send ? filled(base_of(l, peer), l) : freed(base_of(l, peer), l);
                 st_release_sys(counter + l.rank, base + j + 1);
                 if (j + 1 == rounds) {
                     // Every block of the pair read base before it arrived here.
-                    *reinterpret_cast<volatile u64 *>(pr.send ? &l.sent[peer]
-                                                              : &l.received[peer]) = base + rounds;
+                    *reinterpret_cast<volatile u64 *>(pr.send ? &l.sent[peer] : &l.received[peer]) =
+                        base + rounds;
                 }
             }
         }
@@ -236,7 +235,8 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
     return true;
 }
 
-__global__ void __launch_bounds__(kThreads, 2) m2n_kernel(const __grid_constant__ ncclx_m2n_launch_t l)
+__global__ void __launch_bounds__(kThreads, 2)
+    m2n_kernel(const __grid_constant__ ncclx_m2n_launch_t l)
 {
     __shared__ int stop;
     __shared__ unsigned bits;
@@ -259,8 +259,9 @@ __global__ void __launch_bounds__(kThreads, 2) m2n_kernel(const __grid_constant_
     }
     for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
         u64 v = 0;
-        if (!wait_for(l, votes(self, l, parity) + r,
-                      [tag](u64 x) { return (unsigned)(x >> 32) == tag; }, &v)) {
+        if (!wait_for(
+                l, votes(self, l, parity) + r, [tag](u64 x) { return (unsigned)(x >> 32) == tag; },
+                &v)) {
             atomicOr(&bits, kTimeout);
             break;
         }
@@ -297,7 +298,8 @@ struct ClearView {
 __global__ void clear_kernel(ncclx_m2n_state_t *state, unsigned *status)
 {
     const ClearView v = {state, status};
-    const unsigned now = atomicAnd(&state->error, ~(kRefused | kMismatch)) & ~(kRefused | kMismatch);
+    const unsigned now =
+        atomicAnd(&state->error, ~(kRefused | kMismatch)) & ~(kRefused | kMismatch);
     publish_status(v, now);
 }
 

@@ -43,7 +43,7 @@ typedef struct {
     unsigned long long seq; /* launches so far: every rank launches every call */
     unsigned int error;     /* NCCLX_M2N_ERROR_* bits, published to the mapped status */
     unsigned int reserved;
-    ncclx_ep_arrive_t arrive;                     /* elects the launch's last block */
+    ncclx_ep_arrive_t arrive; /* elects the launch's last block */
     /* Blocks done with round j of pair p, at [p][j % NCCLX_M2N_DEPTH]: the blocks of one end
      * of a pair can be up to NCCLX_M2N_DEPTH rounds apart (the other end's counter holds the
      * lead back), so rounds that share a counter never overlap. */
@@ -74,9 +74,9 @@ typedef struct {
     unsigned int reserved;
     unsigned long long chunk; /* bytes of one round (a slice) */
     unsigned long long timeout_ns;
-    void *const *peers;       /* device: symmetric arena base of each rank */
-    size_t staging, signals;  /* offsets in the symmetric arena */
-    ncclx_m2n_state_t *state; /* private device */
+    void *const *peers;                  /* device: symmetric arena base of each rank */
+    size_t staging, signals;             /* offsets in the symmetric arena */
+    ncclx_m2n_state_t *state;            /* private device */
     unsigned long long *sent, *received; /* private device, [R] each */
     unsigned int *status;                /* device view of the mapped status */
     ncclx_m2n_pair_desc_t pairs[NCCLX_M2N_MAX_PEERS];

@@ -50,7 +50,7 @@ struct ncclx_m2n {
     volatile unsigned *status; /* host view of the mapped status */
     unsigned *status_device;
     ncclx_m2n_state_t *state;
-    cudaEvent_t done;  /* the last launch's end, on last_stream */
+    cudaEvent_t done; /* the last launch's end, on last_stream */
     ncclxStream_t last_stream;
     ncclx_m2n_checked_t checked[NCCLX_M2N_MAX_TRANSFERS]; /* one launch's tensors */
     ncclx_m2n_geom_t src_geom[NCCLX_M2N_MAX_TRANSFERS], dst_geom[NCCLX_M2N_MAX_TRANSFERS];
@@ -226,13 +226,13 @@ static ncclxResult_t ncclx_m2n_check_tiles(const struct ncclx_m2n *m, const nccl
         const int member = ncclx_m2n_position(&c->geom[k], m->rank, &shard, &replica);
         if (member && c->data[k] == NULL) {
             return NCCLX_ERROR(ncclxInvalidArgument,
-                               "%s%s.data is NULL on rank %u, a member of %s.mesh", where,
-                               name[k], m->rank, name[k]);
+                               "%s%s.data is NULL on rank %u, a member of %s.mesh", where, name[k],
+                               m->rank, name[k]);
         }
         if (!member && c->data[k] != NULL) {
             return NCCLX_ERROR(ncclxInvalidArgument,
-                               "%s%s.data=%p on rank %u, which is not in %s.mesh: pass NULL",
-                               where, name[k], c->data[k], m->rank, name[k]);
+                               "%s%s.data=%p on rank %u, which is not in %s.mesh: pass NULL", where,
+                               name[k], c->data[k], m->rank, name[k]);
         }
         if (member && (uintptr_t)c->data[k] % c->side[k].elem_bytes != 0) {
             return NCCLX_ERROR(ncclxInvalidArgument,
@@ -356,8 +356,7 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
 /* Runs n tensors (descriptors at src[i], dst[i] with stride `step` bytes) as few launches as
  * the per-launch bounds allow.  group: errors name the entry. */
 static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry_t *entries,
-                                      uint32_t n, int group, ncclxStream_t stream,
-                                      const char *call)
+                                      uint32_t n, int group, ncclxStream_t stream, const char *call)
 {
     ncclxResult_t local = ncclxSuccess;
     char local_message[512] = "";
@@ -409,15 +408,15 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
             /* Checked above: cannot fail now. */
             NCCLX_CHECK(ncclx_m2n_check_tensor(m, &entries[end].src, &entries[end].dst, "", c));
             const uint32_t b = ncclx_m2n_transfer_bound(&c->geom[0], &c->geom[1]);
-            if (end > first && (sum + b > NCCLX_M2N_MAX_TRANSFERS ||
-                                (2 * m->ranks > NCCLX_M2N_MAX_PEERS &&
-                                 sum + b > NCCLX_M2N_MAX_PEERS))) {
+            if (end > first &&
+                (sum + b > NCCLX_M2N_MAX_TRANSFERS ||
+                 (2 * m->ranks > NCCLX_M2N_MAX_PEERS && sum + b > NCCLX_M2N_MAX_PEERS))) {
                 break;
             }
             sum += b;
         }
-        NCCLX_CHECK(ncclx_m2n_enqueue(m, m->checked, end - first, launch++,
-                                      local != ncclxSuccess, stream));
+        NCCLX_CHECK(
+            ncclx_m2n_enqueue(m, m->checked, end - first, launch++, local != ncclxSuccess, stream));
         first = end;
     }
     if (!capturing) {
@@ -470,8 +469,8 @@ ncclxResult_t ncclxM2nReshard(ncclxContext_t ctx, const ncclxM2nTensor_t *src,
         }
         if (m->group_error == ncclxSuccess) {
             m->group_error = res;
-            snprintf(m->group_message, sizeof(m->group_message), "entry %u: %s",
-                     m->num_entries, ncclxGetLastError());
+            snprintf(m->group_message, sizeof(m->group_message), "entry %u: %s", m->num_entries,
+                     ncclxGetLastError());
         }
         return res;
     }
@@ -512,8 +511,7 @@ ncclxResult_t ncclxM2nGroupEnd(ncclxContext_t ctx)
         return ncclxSuccess;
     }
     if (m->group_error != ncclxSuccess) {
-        res = NCCLX_ERROR(m->group_error,
-                          "ncclxM2nGroupEnd: %s; nothing of the group was enqueued",
+        res = NCCLX_ERROR(m->group_error, "ncclxM2nGroupEnd: %s; nothing of the group was enqueued",
                           m->group_message);
     } else if (m->num_entries == 0) {
         res = ncclxSuccess;

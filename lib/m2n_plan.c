@@ -362,8 +362,8 @@ uint32_t ncclx_m2n_transfer_bound(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
         recvs = n > recvs ? n : recvs;
     }
     /* A rank is on both sides only in a self copy (meshes that share ranks: one rank). */
-    const int shared = s->start_rank < d->start_rank + d->size &&
-                       d->start_rank < s->start_rank + s->size;
+    const int shared =
+        s->start_rank < d->start_rank + d->size && d->start_rank < s->start_rank + s->size;
     if (shared) {
         return sends * served + recvs;
     }
@@ -443,10 +443,9 @@ ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
     /* Pass 1: the pairs and how many boxes each has. */
     for (uint32_t e = 0; e < n; e++) {
         ncclx_m2n_schedule_t w;
-        NCCLX_CHECK(ncclx_m2n_schedule(&s[e], &d[e], rank, scratch,
-                                       NCCLX_M2N_MAX_TRANSFERS - o->num_boxes,
-                                       "NCCLX_M2N_MAX_TRANSFERS (what is left of it in this launch)",
-                                       &w));
+        NCCLX_CHECK(
+            ncclx_m2n_schedule(&s[e], &d[e], rank, scratch, NCCLX_M2N_MAX_TRANSFERS - o->num_boxes,
+                               "NCCLX_M2N_MAX_TRANSFERS (what is left of it in this launch)", &w));
         for (uint32_t k = 0; k < w.num_edges; k++) {
             uint32_t p;
             NCCLX_CHECK(ncclx_m2n_find_pair(o, scratch[k].peer, k < w.num_sends, &p));

@@ -2,13 +2,14 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * M2N transfer planning on the host (include/ncclx/m2n.h; lib/m2n.c runs what it plans).  A
- * distributed tensor lives on a mesh of ranks: 1 or 2 mesh axes over a contiguous interval of the context's ranks, row-major; per mesh axis, its placement replicates the
- * tensor or shards one tensor dim evenly.  Moving a tensor from a source layout to a
- * destination layout is planned as boxes: for each (source shard i, destination shard j)
- * pair, their overlap in global coordinates, cut into runs of contiguous bytes in both local
- * tiles.  Which source replica serves which destination replica is a fixed, balanced choice.
- * Everything is a pure function of the two descriptors, so every rank computes the same plan
- * without communication.  Sizes along the last dim are in bytes (elements x element size).
+ * distributed tensor lives on a mesh of ranks: 1 or 2 mesh axes over a contiguous interval of the
+ * context's ranks, row-major; per mesh axis, its placement replicates the tensor or shards one
+ * tensor dim evenly.  Moving a tensor from a source layout to a destination layout is planned as
+ * boxes: for each (source shard i, destination shard j) pair, their overlap in global coordinates,
+ * cut into runs of contiguous bytes in both local tiles.  Which source replica serves which
+ * destination replica is a fixed, balanced choice. Everything is a pure function of the two
+ * descriptors, so every rank computes the same plan without communication.  Sizes along the last
+ * dim are in bytes (elements x element size).
  */
 #ifndef NCCLX_LIB_M2N_PLAN_H_
 #define NCCLX_LIB_M2N_PLAN_H_

@@ -73,18 +73,18 @@ typedef struct {
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n.h describes them. */
-#define NCCLX_M2N_SIGNAL_WORDS 4u   /* symmetric: vote[2][R], filled[R], freed[R] (uint64) */
+#define NCCLX_M2N_SIGNAL_WORDS 4u    /* symmetric: vote[2][R], filled[R], freed[R] (uint64) */
 #define NCCLX_M2N_STATE_BYTES  2048u /* device: ncclx_m2n_state_t */
-#define NCCLX_M2N_COUNT_WORDS  2u   /* device: sent[R], received[R] (uint64) */
+#define NCCLX_M2N_COUNT_WORDS  2u    /* device: sent[R], received[R] (uint64) */
 
 typedef struct {
-    size_t m2n_staging;  /* symmetric: [R][NCCLX_M2N_DEPTH] slices */
-    size_t m2n_signals;  /* symmetric */
-    size_t m2n_state;    /* device */
-    size_t m2n_counts;   /* device */
-    size_t m2n_status;   /* mapped host */
-    size_t m2n_engine;   /* host: the engine struct */
-    size_t m2n_entries;  /* host: [m2n_max_group_entries] recorded group entries */
+    size_t m2n_staging; /* symmetric: [R][NCCLX_M2N_DEPTH] slices */
+    size_t m2n_signals; /* symmetric */
+    size_t m2n_state;   /* device */
+    size_t m2n_counts;  /* device */
+    size_t m2n_status;  /* mapped host */
+    size_t m2n_engine;  /* host: the engine struct */
+    size_t m2n_entries; /* host: [m2n_max_group_entries] recorded group entries */
     size_t peer_table;  /* device: lsa_size base pointers */
     size_t scratch;     /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
     size_t status;      /* mapped host: context status */

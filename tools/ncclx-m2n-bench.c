@@ -211,21 +211,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define CHECK_CUDA(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
+#define CHECK_CUDA(call)                                                                   \
+    do {                                                                                   \
+        cudaError_t err_ = (call);                                                         \
+        if (err_ != cudaSuccess) {                                                         \
             fprintf(stderr, "ncclx-m2n-bench: %s: %s\n", #call, cudaGetErrorString(err_)); \
-            return 1;                                                                     \
-        }                                                                                 \
+            return 1;                                                                      \
+        }                                                                                  \
     } while (0)
-#define CHECK_NCCLX(call)                                                                       \
-    do {                                                                                        \
-        ncclxResult_t res_ = (call);                                                            \
-        if (res_ != ncclxSuccess) {                                                             \
-            fprintf(stderr, "ncclx-m2n-bench: %s: %s\n", #call, ncclxGetLastError());           \
-            return 1;                                                                           \
-        }                                                                                       \
+#define CHECK_NCCLX(call)                                                             \
+    do {                                                                              \
+        ncclxResult_t res_ = (call);                                                  \
+        if (res_ != ncclxSuccess) {                                                   \
+            fprintf(stderr, "ncclx-m2n-bench: %s: %s\n", #call, ncclxGetLastError()); \
+            return 1;                                                                 \
+        }                                                                             \
     } while (0)
 
 static ncclxContext_t ctx[MAX_RANKS];
@@ -310,23 +310,40 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     options_t o = {"copy", 64.0, 2, 20, 3, 0, 0};
-    const struct option longs[] = {{"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},
-                                   {"layers", 1, NULL, 'l'},  {"iters", 1, NULL, 'i'},
-                                   {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},
-                                   {"check", 0, NULL, 'c'},   {"help", 0, NULL, 'h'},
-                                   {NULL, 0, NULL, 0}};
+    const struct option longs[] = {
+        {"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},     {"layers", 1, NULL, 'l'},
+        {"iters", 1, NULL, 'i'},   {"warmup", 1, NULL, 'w'}, {"graph", 0, NULL, 'g'},
+        {"check", 0, NULL, 'c'},   {"help", 0, NULL, 'h'},   {NULL, 0, NULL, 0}};
     int c, open_gate = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
-        case 'p': o.pattern = optarg; break;
-        case 'm': o.mb = atof(optarg); break;
-        case 'l': o.layers = (uint32_t)atoi(optarg); break;
-        case 'i': o.iters = (uint32_t)atoi(optarg); break;
-        case 'w': o.warmup = (uint32_t)atoi(optarg); break;
-        case 'g': o.graph = 1; break;
-        case 'c': o.check = 1; break;
-        case 'h': usage(); return 0;
-        default: usage(); return 2;
+        case 'p':
+            o.pattern = optarg;
+            break;
+        case 'm':
+            o.mb = atof(optarg);
+            break;
+        case 'l':
+            o.layers = (uint32_t)atoi(optarg);
+            break;
+        case 'i':
+            o.iters = (uint32_t)atoi(optarg);
+            break;
+        case 'w':
+            o.warmup = (uint32_t)atoi(optarg);
+            break;
+        case 'g':
+            o.graph = 1;
+            break;
+        case 'c':
+            o.check = 1;
+            break;
+        case 'h':
+            usage();
+            return 0;
+        default:
+            usage();
+            return 2;
         }
     }
     if (o.mb <= 0 || o.iters == 0 || o.iters > 1000 || o.layers == 0 ||
@@ -483,12 +500,13 @@ int main(int argc, char **argv)
            "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof");
     printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f\n",
            (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3, ms[0] * 1e3,
-           ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6),
-           (double)dst_bytes / (med * 1e6), 100.0 * roof_ms / med);
+           ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6), (double)dst_bytes / (med * 1e6),
+           100.0 * roof_ms / med);
     printf("# check: %s; async errors: 0x%x\n",
-           !o.check ? "off" : check ? (wrong == 0 ? "every destination byte exact" : "WRONG BYTES")
-                                    : "skipped (over 4 GiB of destination tiles; tests/gpu/"
-                                      "test_m2n checks these shapes scaled down)",
+           !o.check ? "off"
+           : check  ? (wrong == 0 ? "every destination byte exact" : "WRONG BYTES")
+                    : "skipped (over 4 GiB of destination tiles; tests/gpu/"
+                      "test_m2n checks these shapes scaled down)",
            async_error);
     if (wrong != 0) {
         printf("# %llu destination bytes wrong\n", (unsigned long long)wrong);

@@ -65,10 +65,13 @@ typedef struct {
     int32_t placements[NCCLX_M2N_MAX_MESH_DIMS]; /**< per mesh axis: REPLICATE or SHARD(d) */
 } ncclxM2nTensor_t;
 
-#define NCCLX_M2N_TENSOR_INIT                                                                    \
-    {                                                                                            \
+#define NCCLX_M2N_TENSOR_INIT                                                                     \
+    {                                                                                             \
         NCCLX_STRUCT_HEADER_INIT(ncclxM2nTensor_t, NCCLX_MAGIC_M2N_TENSOR), NULL, NCCLX_UINT8, 1, \
-            {0, 0, 0}, {1, {1, 1}, 0}, {NCCLX_M2N_REPLICATE, NCCLX_M2N_REPLICATE}                \
+            {0, 0, 0}, {1, {1, 1}, 0},                                                            \
+        {                                                                                         \
+            NCCLX_M2N_REPLICATE, NCCLX_M2N_REPLICATE                                              \
+        }                                                                                         \
     }
 
 /**

@@ -135,12 +135,12 @@ typedef struct {
 } ncclxPlan_t;
 
 /** The least M2N staging per rank of the team: 4 slices of 4 KiB from every source. */
-#define NCCLX_M2N_MIN_STAGING_PER_RANK 16384u
+#define NCCLX_M2N_MIN_STAGING_PER_RANK  16384u
 #define NCCLX_M2N_DEFAULT_GROUP_ENTRIES 128u
 #define NCCLX_M2N_MAX_GROUP_ENTRIES     65536u
 
-#define NCCLX_PLAN_INIT                                                                 \
-    {                                                                                   \
+#define NCCLX_PLAN_INIT                                                                       \
+    {                                                                                         \
         NCCLX_STRUCT_HEADER_INIT(ncclxPlan_t, NCCLX_MAGIC_PLAN), 0, 0, NULL, 0, NULL, 0, 0, 0 \
     }
 

@@ -24,8 +24,8 @@
 #include "alloc_counter.h"
 #include "ncclx_test.h"
 
-#define MAX_RANKS 24
-#define CANARY    256
+#define MAX_RANKS   24
+#define CANARY      256
 #define MAX_TENSORS 100
 
 /* ---- random numbers and byte values ---- */
@@ -351,8 +351,7 @@ static void reshard_all(const team_t *t, const tensor_t *x, const tiles_t *tl, u
         for (uint32_t e = 0; e < n; e++) {
             const ncclxM2nTensor_t src = descriptor(&x[e].src, x[e].dtype, tile_ptr(&tl[e], 0, r));
             const ncclxM2nTensor_t dst = descriptor(&x[e].dst, x[e].dtype, tile_ptr(&tl[e], 1, r));
-            assert_ncclx_ok(
-                ncclxM2nReshard(t->ctx[r], &src, &dst, (ncclxStream_t)t->stream[r]));
+            assert_ncclx_ok(ncclxM2nReshard(t->ctx[r], &src, &dst, (ncclxStream_t)t->stream[r]));
         }
         if (n > 1) {
             assert_ncclx_ok(ncclxM2nGroupEnd(t->ctx[r]));
@@ -424,8 +423,10 @@ static side_t side2(uint32_t ndims, const uint64_t g[3], uint32_t elem, uint32_t
 
 static ncclxDataType_t dtype_of(uint32_t elem)
 {
-    return elem == 1 ? NCCLX_UINT8 : elem == 2 ? NCCLX_BFLOAT16 : elem == 4 ? NCCLX_FLOAT32
-                                                                          : NCCLX_FLOAT64;
+    return elem == 1   ? NCCLX_UINT8
+           : elem == 2 ? NCCLX_BFLOAT16
+           : elem == 4 ? NCCLX_FLOAT32
+                       : NCCLX_FLOAT64;
 }
 
 static tensor_t tensor(side_t s, side_t d)
@@ -482,8 +483,8 @@ static void test_matrix(void **state)
             const int32_t sd = (int32_t)(rnd() % nd), dd = (int32_t)(rnd() % nd);
             char name[96];
             x = tensor(side1(nd, g, elem, 4, 0, sd), side2(nd, g, elem, 2, 4, 4, -1, dd));
-            snprintf(name, sizeof(name), "%u-D, %u-byte elements, S%d -> [R2 x S%d]", nd, elem,
-                     sd, dd);
+            snprintf(name, sizeof(name), "%u-D, %u-byte elements, S%d -> [R2 x S%d]", nd, elem, sd,
+                     dd);
             run_tensors(12, STAGING, &x, 1, name);
         }
     }
@@ -672,7 +673,8 @@ static void test_refusals(void **state)
      * the others enqueue, every rank skips. */
     for (uint32_t r = 0; r < t.ranks; r++) {
         const ncclxM2nTensor_t src = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, r));
-        const ncclxM2nTensor_t dst = descriptor(&x.dst, x.dtype, r == 2 ? NULL : tile_ptr(&tl, 1, r));
+        const ncclxM2nTensor_t dst =
+            descriptor(&x.dst, x.dtype, r == 2 ? NULL : tile_ptr(&tl, 1, r));
         if (r == 2) {
             assert_ncclx_error(ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)t.stream[r]),
                                ncclxInvalidArgument, "dst.data is NULL");
@@ -694,8 +696,7 @@ static void test_refusals(void **state)
         const ncclxM2nTensor_t src =
             descriptor(&x.src, x.dtype, r == 4 ? tile_ptr(&tl, 0, 0) : tile_ptr(&tl, 0, r));
         const ncclxM2nTensor_t dst = descriptor(&x.dst, x.dtype, tile_ptr(&tl, 1, r));
-        const ncclxResult_t res =
-            ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)t.stream[r]);
+        const ncclxResult_t res = ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)t.stream[r]);
         assert_int_equal(res, r == 4 ? ncclxInvalidArgument : ncclxSuccess);
     }
     team_sync(&t);
