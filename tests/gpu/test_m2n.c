@@ -495,10 +495,10 @@ static void test_rounds(void **state)
 {
     (void)state;
     rng_reset("rounds");
-    const uint64_t g[3] = {512, 640, 1};
+    const uint64_t g[3] = {512, 640, 1}, g3[3] = {510, 640, 1}; /* 510 rows: cut in 3 */
     tensor_t x = tensor(side1(2, g, 4, 2, 0, 0), side1(2, g, 4, 2, 2, 1));
     run_tensors(4, NCCLX_M2N_MIN_STAGING_PER_RANK, &x, 1, "16 KiB staging per rank, S0 -> S1");
-    x = tensor(side1(2, g, 2, 1, 0, -1), side1(2, g, 2, 3, 1, 0));
+    x = tensor(side1(2, g3, 2, 1, 0, -1), side1(2, g3, 2, 3, 1, 0));
     run_tensors(4, NCCLX_M2N_MIN_STAGING_PER_RANK, &x, 1, "16 KiB staging per rank, R -> S0");
 }
 
