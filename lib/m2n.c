@@ -69,16 +69,14 @@ size_t ncclx_m2n_entry_bytes(void)
     return sizeof(ncclx_m2n_entry_t);
 }
 
-ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx)
+struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
 {
     const ncclx_plan_regions_t *r = &ctx->regions;
     const ncclxPlan_t *plan = &ctx->norm.plan;
     struct ncclx_m2n *m;
     uint64_t timeout_ns = NCCLX_DEFAULT_TIMEOUT_NS;
-    ncclxResult_t res = ncclxSuccess;
-    ctx->m2n = NULL;
     if (plan->m2n_staging_bytes == 0) {
-        return ncclxSuccess;
+        return NULL;
     }
     m = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_engine);
     memset(m, 0, sizeof(*m)); /* the host arena is not zeroed */
@@ -118,10 +116,19 @@ ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx)
         l->received = counts + m->ranks;
         l->status = m->status_device;
     }
-    NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming), res, out);
+    return m;
+}
+
+ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx)
+{
+    struct ncclx_m2n *m = ncclx_m2n_bind_host(ctx);
+    ctx->m2n = NULL;
+    if (m == NULL) {
+        return ncclxSuccess;
+    }
+    NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming)));
     ctx->m2n = m;
-out:
-    return res;
+    return ncclxSuccess;
 }
 
 ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx)

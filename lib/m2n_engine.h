@@ -19,6 +19,11 @@ size_t ncclx_m2n_engine_bytes(void);
 /** Bytes of one recorded group entry. */
 size_t ncclx_m2n_entry_bytes(void);
 
+/** Fills the engine in its host region from ctx's plan and regions, touching no GPU (what
+ *  ncclx_m2n_bind does before it creates the engine's event; tests build a CPU context with
+ *  it).  NULL without M2N staging. */
+struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx);
+
 /** Binds the engine to its regions (ctx->m2n); leaves ctx->m2n NULL without M2N staging. */
 ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx);
 

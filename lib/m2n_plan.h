@@ -153,7 +153,8 @@ typedef struct {
  * `budget` blocks: every pair gets one block and the rest are shared in proportion to the
  * pairs' bytes; with more pairs than the budget, pair k goes to block k % budget.  scratch
  * holds NCCLX_M2N_MAX_TRANSFERS edges.  ncclxResourceExhausted naming NCCLX_M2N_MAX_TRANSFERS
- * or NCCLX_M2N_MAX_PEERS when the launch does not fit.
+ * or NCCLX_M2N_MAX_PEERS when the launch does not fit (*out is then partly written: the
+ * caller must not use it).
  */
 ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
                                   uint32_t rank, uint32_t world, uint32_t budget,

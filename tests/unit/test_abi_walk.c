@@ -132,10 +132,9 @@ static void abi_setup_context(void)
 /*
  * A context with M2N staging on 4 ranks, as far as ncclxM2nReshard looks before it launches,
  * built on the CPU: the plan imported and laid out, the host classes in host memory, fake
- * bases for the device classes (nothing reads them before a launch), then ncclx_m2n_bind.
- * Without a GPU, bind fails at its last step (the engine's event) after filling the engine in
- * the host arena; the probes take that engine as it is, for none of them gets as far as the
- * event or a launch: every call is refused by an argument check first.
+ * bases for the device classes (nothing reads them before a launch), then the engine filled
+ * by ncclx_m2n_bind_host (bind without the event, which needs a GPU): none of the probes gets
+ * as far as the event or a launch, every call is refused by an argument check first.
  */
 static void abi_setup_m2n(void)
 {
@@ -162,9 +161,7 @@ static void abi_setup_m2n(void)
     }
     ctx->arenas.mapped_device = (void *)(uintptr_t)0x50000000u;
     ctx->rank = 1;
-    if (ncclx_m2n_bind(ctx) != ncclxSuccess) {
-        ctx->m2n = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, ctx->regions.m2n_engine);
-    }
+    ctx->m2n = ncclx_m2n_bind_host(ctx);
     assert_non_null(ctx->m2n);
     abi.m2n_ctx = ctx;
 }
@@ -172,7 +169,7 @@ static void abi_setup_m2n(void)
 static void abi_teardown_m2n(void)
 {
     struct ncclxContext *ctx = abi.m2n_ctx;
-    (void)ncclx_m2n_unbind(ctx); /* the event, when bind made one */
+    (void)ncclx_m2n_unbind(ctx); /* no event was made: it only forgets the engine */
     free(ctx->arenas.base[NCCLX_MEM_HOST]);
     free(ctx->arenas.base[NCCLX_MEM_MAPPED_HOST]);
     free(ctx);
