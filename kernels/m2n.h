@@ -45,8 +45,9 @@ typedef struct {
     unsigned int reserved;
     ncclx_ep_arrive_t arrive; /* elects the launch's last block */
     /* Blocks done with round j of pair p, at [p][j % NCCLX_M2N_DEPTH]: the blocks of one end
-     * of a pair can be up to NCCLX_M2N_DEPTH rounds apart (the other end's counter holds the
-     * lead back), so rounds that share a counter never overlap. */
+     * of a pair occupy at most NCCLX_M2N_DEPTH consecutive rounds at once (a block enters
+     * round j only once the other end has finished round j - DEPTH, which needed every block
+     * of this end), so rounds that share a counter never overlap. */
     unsigned int round_arrive[NCCLX_M2N_MAX_PEERS][NCCLX_M2N_DEPTH];
 } ncclx_m2n_state_t;
 

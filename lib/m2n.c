@@ -50,8 +50,9 @@ struct ncclx_m2n {
     volatile unsigned *status; /* host view of the mapped status */
     unsigned *status_device;
     ncclx_m2n_state_t *state;
-    cudaEvent_t done; /* the last launch's end, on last_stream */
-    ncclxStream_t last_stream;
+    cudaEvent_t done; /* the last eager call's end */
+    int have_done;    /* done was recorded (a stream handle, NULL included, says nothing) */
+    int broken;       /* a launch failed after others of its call were enqueued */
     ncclx_m2n_checked_t checked[NCCLX_M2N_MAX_TRANSFERS]; /* one launch's tensors */
     ncclx_m2n_geom_t src_geom[NCCLX_M2N_MAX_TRANSFERS], dst_geom[NCCLX_M2N_MAX_TRANSFERS];
     ncclx_m2n_edge_t edges[NCCLX_M2N_MAX_TRANSFERS];
@@ -291,6 +292,13 @@ static ncclxResult_t ncclx_m2n_check_usable(const struct ncclxContext *ctx, cons
                            "is 0)",
                            call);
     }
+    if (ctx->m2n->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: an earlier M2N launch of this rank failed after other launches "
+                           "of its call were enqueued; this rank's M2N is out of step with its "
+                           "peers for good",
+                           call);
+    }
     if (*ctx->m2n->status & NCCLX_M2N_ERROR_TIMEOUT) {
         return NCCLX_ERROR(ncclxTimeout,
                            "%s: an M2N wait of this rank timed out; the ranks' M2N counters no "
@@ -300,27 +308,30 @@ static ncclxResult_t ncclx_m2n_check_usable(const struct ncclxContext *ctx, cons
     return ncclxSuccess;
 }
 
-/* Orders this launch after the previous one when the stream changed (outside a capture: a
- * graph's launches are ordered by the graph and its replays by the caller). */
+/* Orders this call after the previous eager one, whatever the streams (two M2N kernels of one
+ * rank must never run at once: they would share the launch count and the counters).  Outside
+ * a capture only: a graph's launches are ordered by the graph and its replays by the caller. */
 static ncclxResult_t ncclx_m2n_order(struct ncclx_m2n *m, ncclxStream_t stream, int *capturing)
 {
     enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamIsCapturing((cudaStream_t)stream, &capture)));
     *capturing = capture != cudaStreamCaptureStatusNone;
-    if (!*capturing && m->last_stream != NULL && stream != m->last_stream) {
+    if (!*capturing && m->have_done) {
         NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamWaitEvent((cudaStream_t)stream, m->done, 0)));
     }
     return ncclxSuccess;
 }
 
 /* Fills the kernel view of launch number `launch` (n tensors at c) and enqueues it; with
- * refuse, the launch only votes the call down. */
+ * refuse, the launch only votes the call down.  *voted_down: the launch went out as a vote
+ * down because planning failed (the error is returned); else an error means no launch. */
 static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_checked_t *c,
                                        uint32_t n, uint32_t launch, int refuse,
-                                       ncclxStream_t stream)
+                                       ncclxStream_t stream, int *voted_down)
 {
     ncclx_m2n_launch_t *l = &m->launch;
     ncclx_m2n_rank_plan_t *p = &m->plan;
+    *voted_down = 0;
     l->word = ncclx_m2n_vote_word(c, n, launch) | (refuse ? NCCLX_M2N_VOTE_REFUSE : 0u);
     l->num_pairs = 0;
     l->blocks = 1;
@@ -329,9 +340,18 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
             m->src_geom[e] = c[e].geom[0];
             m->dst_geom[e] = c[e].geom[1];
         }
-        /* Cannot fail: the launch was cut so that every rank's transfers fit. */
-        NCCLX_CHECK(ncclx_m2n_plan_rank(m->src_geom, m->dst_geom, n, m->rank, m->ranks,
-                                        (uint32_t)m->ctx->blocks, m->edges, p));
+        /* Cannot fail (the launch was cut so that every rank's transfers fit); if it did, the
+         * launch still goes out, voting the call down, so that the ranks stay in step. */
+        const ncclxResult_t planned = ncclx_m2n_plan_rank(
+            m->src_geom, m->dst_geom, n, m->rank, m->ranks, (uint32_t)m->ctx->blocks, m->edges, p);
+        if (planned != ncclxSuccess) {
+            char message[512];
+            snprintf(message, sizeof(message), "%s", ncclxGetLastError());
+            l->word |= NCCLX_M2N_VOTE_REFUSE;
+            NCCLX_CHECK(NCCLX_CUDA_STATUS(ncclx_m2n_launch(l, (cudaStream_t)stream)));
+            *voted_down = 1;
+            return NCCLX_ERROR(planned, "%s", message);
+        }
         for (uint32_t k = 0; k < p->num_pairs; k++) {
             const ncclx_m2n_pair_t *a = &p->pairs[k];
             ncclx_m2n_pair_desc_t *d = &l->pairs[k];
@@ -365,8 +385,9 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
 static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry_t *entries,
                                       uint32_t n, int group, ncclxStream_t stream, const char *call)
 {
-    ncclxResult_t local = ncclxSuccess;
+    ncclxResult_t local = ncclxSuccess, res;
     char local_message[512] = "";
+    int voted_down = 0;
     uint32_t launch = 0, first = 0;
     int capturing = 0;
     ncclx_ep_clear_stale_cuda_error(call);
@@ -405,7 +426,12 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
             }
         }
     }
-    NCCLX_CHECK(ncclx_m2n_order(m, stream, &capturing));
+    res = ncclx_m2n_order(m, stream, &capturing);
+    if (res != ncclxSuccess) {
+        /* Nothing enqueued: the peers will time out on this rank; say so for good. */
+        m->broken = 1;
+        return res;
+    }
     /* Launches: consecutive tensors while the sum of their bounds fits one launch (the same cut
      * on every rank).  A rank with a tile error votes every launch down. */
     while (first < n) {
@@ -422,13 +448,26 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
             }
             sum += b;
         }
-        NCCLX_CHECK(
-            ncclx_m2n_enqueue(m, m->checked, end - first, launch++, local != ncclxSuccess, stream));
+        res = ncclx_m2n_enqueue(m, m->checked, end - first, launch++, local != ncclxSuccess, stream,
+                                &voted_down);
+        if (res != ncclxSuccess && voted_down) {
+            /* A planning refusal went out as a vote down: the rest follow as vote downs. */
+            local = res;
+            snprintf(local_message, sizeof(local_message), "%s", ncclxGetLastError());
+        } else if (res != ncclxSuccess) {
+            /* A launch failed: launches before it may be enqueued, the peers expect the rest. */
+            m->broken = 1;
+            return res;
+        }
         first = end;
     }
     if (!capturing) {
-        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventRecord(m->done, (cudaStream_t)stream)));
-        m->last_stream = stream;
+        res = NCCLX_CUDA_STATUS(cudaEventRecord(m->done, (cudaStream_t)stream));
+        if (res != ncclxSuccess) {
+            m->broken = 1; /* the next call could not be ordered after this one */
+            return res;
+        }
+        m->have_done = 1;
     }
     if (local != ncclxSuccess) {
         return NCCLX_ERROR(local, "%s: %s (this rank voted the call down: no rank moves any of it)",
@@ -564,13 +603,14 @@ ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx)
         return ncclx_m2n_check_usable(ctx, "ncclxM2nClearAsyncError");
     }
     m = ctx->m2n;
+    /* After the last eager call has run (its kernels may still report a bit), on the context's
+     * stream (the kernels read the word). */
+    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
+    if (m->have_done) {
+        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventSynchronize(m->done)));
+    }
     if ((*m->status & (NCCLX_M2N_ERROR_REFUSED | NCCLX_M2N_ERROR_MISMATCH)) == 0) {
         return ncclxSuccess;
-    }
-    /* On the context's stream, after everything enqueued so far (the kernels read the word). */
-    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
-    if (m->last_stream != NULL) {
-        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaStreamWaitEvent(ctx->stream, m->done, 0)));
     }
     NCCLX_CHECK(NCCLX_CUDA_STATUS(ncclx_m2n_launch_clear(m->state, m->status_device, ctx->stream)));
     return NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream));
