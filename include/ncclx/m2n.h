@@ -89,7 +89,9 @@ typedef struct {
  * kernel votes the call down, so that no rank moves any byte of it; the others then find
  * NCCLX_M2N_ERROR_REFUSED in ncclxM2nGetAsyncError once their stream reaches the call.
  * A context planned without M2N (m2n_staging_bytes 0): ncclxInvalidUsage.  After a wait timed
- * out (NCCLX_M2N_ERROR_TIMEOUT): ncclxTimeout, for good.
+ * out (NCCLX_M2N_ERROR_TIMEOUT): ncclxTimeout, for good.  The timeout (NCCLX_TIMEOUT_MS, else
+ * 100 s) counts from when this rank's stream reaches the call: set it above the longest time
+ * the ranks may arrive apart (e.g. a trainer's step while the generators already wait).
  */
 ncclxResult_t ncclxM2nReshard(ncclxContext_t ctx, const ncclxM2nTensor_t *src,
                               const ncclxM2nTensor_t *dst, ncclxStream_t stream);
