@@ -9,14 +9,16 @@
  *        another call) no rank moves a byte.  A rank votes only once its previous launch has
  *        ended, so a vote also says that its staging ring is free again.
  *  data: each (peer, direction) pair of the launch is a stream of bytes (its boxes end to end)
- *        cut into rounds of `chunk` bytes.  The source's blocks pack round j into slice
- *        j % NCCLX_M2N_DEPTH of its ring at the destination and the last of them raises the
- *        destination's filled counter; the destination's blocks wait for it, unpack the slice
- *        into the tile and the last of them raises the source's freed counter, which the
- *        source waits for before it reuses the slice.  Counters only grow (since init), so a
- *        graph replay or the next call goes on from where the last ended.
- * Blocks take their pairs in ascending (source, destination) order, and every rank's grid fits
- * its share of the GPU, so the lowest unfinished pair always has both of its ends running.
+ *        cut into slices, which go through the pair's channels (m2n_ring.h).  For round j of
+ *        channel c, one block of the source packs the slice into slot j % NCCLX_M2N_DEPTH of
+ *        the channel's ring at the destination and raises the destination's filled counter;
+ *        one block of the destination waits for it, unpacks the slot into the tile and raises
+ *        the source's freed counter, which the source waits for before it reuses the slot.
+ *        No two blocks share a channel, so a round costs one signal and no atomics.  Counters
+ *        only grow (since init), so a graph replay or the next call goes on from where the
+ *        last ended.
+ * Blocks take their work in ascending (pair, round, channel) order, and every rank's grid fits
+ * its share of the GPU, so the lowest unfinished round always has both of its ends running.
  */
 #include "ep_ll_common.cuh"
 #include "m2n.h"
@@ -29,7 +31,6 @@ namespace
 {
 
 constexpr int kThreads = NCCLX_M2N_THREADS;
-constexpr int kDepth = NCCLX_M2N_DEPTH;
 constexpr unsigned kTimeout = NCCLX_M2N_ERROR_TIMEOUT;
 constexpr unsigned kRefused = NCCLX_M2N_ERROR_REFUSED;
 constexpr unsigned kMismatch = NCCLX_M2N_ERROR_MISMATCH;
@@ -49,6 +50,7 @@ __device__ __forceinline__ u64 *votes(char *base, const ncclx_m2n_launch_t &l, i
     return reinterpret_cast<u64 *>(base + l.signals) + (size_t)parity * l.ranks;
 }
 
+// m2n_ring.h's filled[R][channels] and freed[R][channels], after the votes.
 __device__ __forceinline__ u64 *filled(char *base, const ncclx_m2n_launch_t &l)
 {
     return reinterpret_cast<u64 *>(base + l.signals) + (size_t)2 * l.ranks;
@@ -56,7 +58,7 @@ __device__ __forceinline__ u64 *filled(char *base, const ncclx_m2n_launch_t &l)
 
 __device__ __forceinline__ u64 *freed(char *base, const ncclx_m2n_launch_t &l)
 {
-    return reinterpret_cast<u64 *>(base + l.signals) + (size_t)3 * l.ranks;
+    return filled(base, l) + (size_t)l.ranks * l.channels;
 }
 
 // After a wait timed out the ranks' counters no longer agree: nothing is exchanged again.
@@ -65,18 +67,21 @@ __device__ __forceinline__ bool halted(const ncclx_m2n_launch_t &l)
     return (load_volatile(&l.state->error) & kTimeout) != 0;
 }
 
-// Spins until pred(value at p) holds; false (the timeout reported) past the timeout or once
-// M2N is halted.
+// Spins (plain volatile loads, which cost no fence) until pred(value at p) holds, then takes
+// the value again with acquire so that what was written before it is seen; false (the timeout
+// reported) past the timeout or once M2N is halted.
 template <typename Pred>
 __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 *p, Pred pred,
                                          u64 *seen)
 {
     u64 start = 0;
     for (unsigned spins = 0;; spins++) {
-        const u64 v = ld_acquire_sys(p);
-        if (pred(v)) {
-            *seen = v;
-            return true;
+        if (pred(load_volatile(p))) {
+            const u64 v = ld_acquire_sys(p);
+            if (pred(v)) {
+                *seen = v;
+                return true;
+            }
         }
         if ((spins & 1023) == 0) {
             if (halted(l)) {
@@ -93,63 +98,105 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
     }
 }
 
+// Loads and stores by direction.  Packing reads the tile once (streaming: it should not push
+// the staging out of L2) and writes the slice; unpacking reads the slice from L2 (never L1: the
+// slot held another round before) and writes the tile streaming.
+template <bool kPack, typename T> __device__ __forceinline__ T load_unit(const T *p)
+{
+    return kPack ? __ldcs(p) : __ldcg(p);
+}
+
+template <bool kPack, typename T> __device__ __forceinline__ void store_unit(T *p, T v)
+{
+    if (kPack) {
+        *p = v;
+    } else {
+        __stcs(p, v);
+    }
+}
+
 // `width` threads (lane in [0, width)) copy n bytes; 16-byte accesses when both ends agree
-// modulo 16, 4-byte ones when they agree modulo 4, bytes otherwise.
-template <typename T>
-__device__ __forceinline__ void copy_units(char *dst, const char *src, u64 n, unsigned lane,
+// modulo 16, 4-byte ones when they agree modulo 4, bytes otherwise.  Four loads per thread are
+// in flight before their stores (more spill at the 64 registers of two blocks per SM).  Not
+// inlined: on its own it needs no spill, inside move_span it would share the registers.
+template <bool kPack, typename T>
+__device__ __noinline__ void copy_units(char *dst, const char *src, u64 n, unsigned lane,
                                            unsigned width)
 {
     const u64 misalign = (sizeof(T) - ((uintptr_t)dst % sizeof(T))) % sizeof(T);
     const u64 head = misalign < n ? misalign : n;
     for (u64 i = lane; i < head; i += width) {
-        dst[i] = src[i];
+        store_unit<kPack>(dst + i, load_unit<kPack>(src + i));
     }
     const u64 units = (n - head) / sizeof(T);
     const T *s = reinterpret_cast<const T *>(src + head);
     T *d = reinterpret_cast<T *>(dst + head);
+    const u64 w = width;
     u64 i = lane;
-    for (; i + 3 * (u64)width < units; i += 4 * (u64)width) {
-        const T a = s[i], b = s[i + width], c = s[i + 2 * (u64)width], e = s[i + 3 * (u64)width];
-        d[i] = a;
-        d[i + width] = b;
-        d[i + 2 * (u64)width] = c;
-        d[i + 3 * (u64)width] = e;
+    for (; i + 3 * w < units; i += 4 * w) {
+        T v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            v[u] = load_unit<kPack>(s + i + u * w);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            store_unit<kPack>(d + i + u * w, v[u]);
+        }
     }
-    for (; i < units; i += width) {
-        d[i] = s[i];
+    for (; i < units; i += w) {
+        store_unit<kPack>(d + i, load_unit<kPack>(s + i));
     }
     for (u64 k = head + units * sizeof(T) + lane; k < n; k += width) {
-        dst[k] = src[k];
+        store_unit<kPack>(dst + k, load_unit<kPack>(src + k));
     }
 }
 
+template <bool kPack>
 __device__ __forceinline__ void span_copy(char *dst, const char *src, u64 n, unsigned lane,
                                           unsigned width)
 {
     const uintptr_t x = (uintptr_t)dst ^ (uintptr_t)src;
     if (x % 16 == 0) {
-        copy_units<uint4>(dst, src, n, lane, width);
+        copy_units<kPack, uint4>(dst, src, n, lane, width);
     } else if (x % 4 == 0) {
-        copy_units<unsigned>(dst, src, n, lane, width);
+        copy_units<kPack, unsigned>(dst, src, n, lane, width);
     } else {
-        copy_units<char>(dst, src, n, lane, width);
+        copy_units<kPack, char>(dst, src, n, lane, width);
     }
 }
 
-// Moves stream bytes [s0, s1) of pair p between its boxes and `slice` (which holds stream byte
-// s_base at its start): packs when the pair sends, unpacks when it receives.  A box is walked
-// piece by piece (a piece: `run` bytes contiguous in the tile); short pieces go to warps in
-// turn, long ones to the whole block.
+// The first box of pair pr that ends after stream byte s0 (boxes lie in ascending stream order).
+__device__ __forceinline__ int first_box_after(const ncclx_m2n_launch_t &l,
+                                               const ncclx_m2n_pair_desc_t &pr, u64 s0)
+{
+    int lo = pr.first_box, hi = pr.first_box + pr.num_boxes;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (l.boxes[mid].begin + l.boxes[mid].bytes <= s0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// Moves stream bytes [s0, s1) of pair pr between its boxes and `slot` (which holds stream byte
+// s0 at its start): packs when the pair sends, unpacks when it receives.  A box is walked piece
+// by piece (a piece: `run` bytes contiguous in the tile); short pieces go to warps in turn,
+// long ones to the whole block.
 __device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr, u64 s0,
-                          u64 s1, char *slice, u64 s_base)
+                          u64 s1, char *slot)
 {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (int bi = pr.first_box; bi < pr.first_box + pr.num_boxes; bi++) {
+    for (int bi = first_box_after(l, pr, s0);
+         bi < pr.first_box + pr.num_boxes && l.boxes[bi].begin < s1; bi++) {
         const ncclx_m2n_box_desc_t &b = l.boxes[bi];
         const u64 lo = s0 > b.begin ? s0 : b.begin;
         const u64 hi = s1 < b.begin + b.bytes ? s1 : b.begin + b.bytes;
         if (lo >= hi) {
-            continue;
+            continue; // a gap before a 16-byte-aligned box
         }
         // Box positions [p0, p1), pieces k0 .. k1 (k1 inclusive, the last may be partial).
         const u64 p0 = lo - b.begin, p1 = hi - b.begin;
@@ -160,74 +207,84 @@ __device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc
             const u64 to = k == k1 ? p1 : (k + 1) * b.run;
             const u64 a1 = k % b.pieces1, a0 = k / b.pieces1;
             char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + (from - k * b.run);
-            char *s = slice + (b.begin + from - s_base);
+            char *s = slot + (b.begin + from - s0);
+            const unsigned lane_of = by_warp ? lane : threadIdx.x;
+            const unsigned width = by_warp ? 32 : blockDim.x;
             if (pr.send) {
-                span_copy(s, t, to - from, by_warp ? lane : threadIdx.x, by_warp ? 32 : blockDim.x);
+                span_copy<true>(s, t, to - from, lane_of, width);
             } else {
-                span_copy(t, s, to - from, by_warp ? lane : threadIdx.x, by_warp ? 32 : blockDim.x);
+                span_copy<false>(t, s, to - from, lane_of, width);
             }
         }
     }
 }
 
-// This block's part (`part` of pr.blocks) of every round of pair p; false when a wait failed.
+// This block's channels of pair p (channels part, part + blocks, ... of the pair's), round by
+// round and, within a round, channel by channel: every block of both ends takes its work in
+// (pair, round, channel) order, so the lowest unfinished item always has both of its ends at it.
+// False when a wait failed.
 __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
 {
-    __shared__ u64 base;
+    __shared__ u64 base[NCCLX_M2N_MAX_CHANNELS];
     __shared__ int ok;
     const ncclx_m2n_pair_desc_t &pr = l.pairs[p];
-    const int peer = pr.peer;
-    char *self = base_of(l, l.rank);
-    if (threadIdx.x == 0) {
-        base = load_volatile(pr.send ? &l.sent[peer] : &l.received[peer]);
+    const unsigned C = (unsigned)pr.channels, step = (unsigned)pr.blocks, first = (unsigned)part;
+    const unsigned mine = first < C ? (C - first + step - 1) / step : 0;
+    const u64 slices = ncclx_m2n_slices(pr.bytes, l.slice);
+    if (mine == 0) {
+        return true; // more blocks than channels (the planner gives none such)
+    }
+    const size_t row = (size_t)pr.peer * l.channels;
+    char *self = base_of(l, l.rank), *remote = base_of(l, pr.peer);
+    u64 *counts = (pr.send ? l.sent : l.received) + row;
+    // Waits on my own counters of this peer; posts into the peer's counters of me.
+    const u64 *wait_words = (pr.send ? freed(self, l) : filled(self, l)) + row;
+    u64 *post_words =
+        (pr.send ? filled(remote, l) : freed(remote, l)) + (size_t)l.rank * l.channels;
+    char *ring = (pr.send ? remote : self) + l.staging;
+    const unsigned source = pr.send ? (unsigned)l.rank : (unsigned)pr.peer;
+    __syncthreads(); // base[] of the block's previous pair is no longer read
+    for (unsigned i = threadIdx.x; i < mine; i += blockDim.x) {
+        base[i] = load_volatile(&counts[first + i * step]);
     }
     __syncthreads();
-    const u64 rounds = (pr.bytes + l.chunk - 1) / l.chunk;
+    const u64 rounds = ncclx_m2n_channel_rounds(slices, first, C); // the most of its channels
     for (u64 j = 0; j < rounds; j++) {
-        const u64 q = j % kDepth;
-        char *slice = pr.send ? base_of(l, peer) + l.staging + ((u64)l.rank * kDepth + q) * l.chunk
-                              : self + l.staging + ((u64)peer * kDepth + q) * l.chunk;
-        if (threadIdx.x == 0) {
-            u64 seen;
-            if (pr.send) {
-                // Slice q held round j - kDepth: the destination must have read it out.
-                const u64 need = base + j + 1 - kDepth;
-                ok = j < (u64)kDepth ||
-                     wait_for(
-                         l, freed(self, l) + peer, [need](u64 v) { return v >= need; }, &seen);
-            } else {
-                const u64 need = base + j + 1;
-                ok = wait_for(
-                    l, filled(self, l) + peer, [need](u64 v) { return v >= need; }, &seen);
+        for (unsigned i = 0; i < mine; i++) {
+            const unsigned c = first + i * step;
+            const u64 k = j * C + c;
+            if (k >= slices) {
+                break; // higher channels have no round j either
             }
-        }
-        __syncthreads();
-        if (!ok) {
-            return false;
-        }
-        const u64 lo = j * l.chunk;
-        const u64 len = pr.bytes - lo < l.chunk ? pr.bytes - lo : l.chunk;
-        const u64 units = (len + 15) / 16;
-        const u64 b0 = units * part / pr.blocks * 16;
-        const u64 b1e = units * (part + 1) / pr.blocks * 16;
-        const u64 b1 = b1e < len ? b1e : len;
-        if (b0 < b1) {
-            move_span(l, pr, lo + b0, lo + b1, slice, lo);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence_system();
-            // The counter goes round 0 .. blocks - 1 once per round: the last block is the one
-            // that finds blocks - 1, and leaves it at 0 for the next round.
-            const unsigned old = atomicInc(&l.state->round_arrive[p][q], (unsigned)pr.blocks - 1);
-            if (old == (unsigned)pr.blocks - 1) {
-                __threadfence_system();
-                u64 *counter = pr.send ? filled(base_of(l, peer), l) : freed(base_of(l, peer), l);
-                st_release_sys(counter + l.rank, base + j + 1);
-                if (j + 1 == rounds) {
-                    // Every block of the pair read base before it arrived here.
-                    *reinterpret_cast<volatile u64 *>(pr.send ? &l.sent[peer] : &l.received[peer]) =
-                        base + rounds;
+            if (threadIdx.x == 0) {
+                u64 seen;
+                if (pr.send) {
+                    // The slot held round j - DEPTH: the destination must have read it out.
+                    const u64 need = base[i] + j + 1 - NCCLX_M2N_DEPTH;
+                    ok = j < NCCLX_M2N_DEPTH ||
+                         wait_for(
+                             l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+                } else {
+                    const u64 need = base[i] + j + 1;
+                    ok = wait_for(
+                        l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+                }
+            }
+            __syncthreads();
+            if (!ok) {
+                return false;
+            }
+            const u64 lo = k * l.slice;
+            const u64 len = pr.bytes - lo < l.slice ? pr.bytes - lo : l.slice;
+            move_span(l, pr, lo, lo + len,
+                      ring + ncclx_m2n_slot(source, c, j, l.channels, l.slice));
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                // Release at system scope: the block's writes (pack) or reads (unpack) of the
+                // slot, ordered before it by the barrier, come first.
+                st_release_sys(post_words + c, base[i] + j + 1);
+                if (j + 1 == ncclx_m2n_channel_rounds(slices, c, C)) {
+                    *reinterpret_cast<volatile u64 *>(&counts[c]) = base[i] + j + 1;
                 }
             }
         }

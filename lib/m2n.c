@@ -20,8 +20,8 @@
 #include "m2n_plan.h"
 #include "struct.h"
 
-_Static_assert(NCCLX_M2N_MIN_STAGING_PER_RANK == NCCLX_M2N_DEPTH * NCCLX_M2N_MIN_CHUNK,
-               "the plan's least staging is one ring of the smallest slices per source");
+_Static_assert(NCCLX_M2N_MIN_STAGING_PER_RANK == NCCLX_M2N_DEPTH * NCCLX_M2N_MIN_SLICE,
+               "the plan's least staging is one channel of the smallest slices per source");
 _Static_assert(sizeof(ncclx_m2n_state_t) <= NCCLX_M2N_STATE_BYTES, "M2N state outgrew its region");
 _Static_assert(sizeof(ncclx_m2n_launch_t) <= 32000, "the launch must fit the kernel parameters");
 
@@ -40,7 +40,8 @@ typedef struct {
 
 struct ncclx_m2n {
     struct ncclxContext *ctx;
-    uint64_t chunk; /* bytes of a round */
+    uint64_t slice;    /* bytes of a round of a channel (kernels/m2n_ring.h) */
+    uint32_t channels; /* of one source's ring */
     uint32_t ranks, rank;
     uint32_t max_entries, num_entries;
     uint32_t depth;            /* group nesting */
@@ -84,10 +85,7 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
     m->ctx = ctx;
     m->ranks = ctx->norm.team.num_ranks;
     m->rank = (uint32_t)ctx->rank;
-    /* Slices of 16-byte multiples, at most NCCLX_M2N_MAX_CHUNK: the plan check guaranteed at
-     * least NCCLX_M2N_MIN_CHUNK. */
-    m->chunk = plan->m2n_staging_bytes / ((uint64_t)m->ranks * NCCLX_M2N_DEPTH) / 16 * 16;
-    m->chunk = m->chunk > NCCLX_M2N_MAX_CHUNK ? NCCLX_M2N_MAX_CHUNK : m->chunk;
+    ncclx_m2n_ring_shape(plan->m2n_staging_bytes, m->ranks, &m->slice, &m->channels);
     m->max_entries = plan->m2n_max_group_entries;
     m->entries = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_entries);
     m->status = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_MAPPED_HOST, r->m2n_status);
@@ -107,14 +105,15 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
         unsigned long long *counts = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->m2n_counts);
         l->rank = ctx->rank;
         l->ranks = (int)m->ranks;
-        l->chunk = m->chunk;
+        l->slice = m->slice;
+        l->channels = m->channels;
         l->timeout_ns = timeout_ns;
         l->peers = (void *const *)ctx->peer_table;
         l->staging = r->m2n_staging;
         l->signals = r->m2n_signals;
         l->state = m->state;
         l->sent = counts;
-        l->received = counts + m->ranks;
+        l->received = counts + (size_t)m->ranks * m->channels;
         l->status = m->status_device;
     }
     return m;
@@ -342,8 +341,9 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
         }
         /* Cannot fail (the launch was cut so that every rank's transfers fit); if it did, the
          * launch still goes out, voting the call down, so that the ranks stay in step. */
-        const ncclxResult_t planned = ncclx_m2n_plan_rank(
-            m->src_geom, m->dst_geom, n, m->rank, m->ranks, (uint32_t)m->ctx->blocks, m->edges, p);
+        const ncclxResult_t planned =
+            ncclx_m2n_plan_rank(m->src_geom, m->dst_geom, n, m->rank, m->ranks, m->slice,
+                                m->channels, (uint32_t)m->ctx->blocks, m->edges, p);
         if (planned != ncclxSuccess) {
             char message[512];
             snprintf(message, sizeof(message), "%s", ncclxGetLastError());
@@ -361,6 +361,8 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
             d->num_boxes = (int)a->num_boxes;
             d->first_block = (int)a->first_block;
             d->blocks = (int)a->blocks;
+            d->channels = (int)a->channels;
+            d->reserved = 0;
             d->bytes = a->bytes;
             for (uint32_t b = a->first_box; b < a->first_box + a->num_boxes; b++) {
                 const ncclx_m2n_run_t *r = &p->boxes[b];

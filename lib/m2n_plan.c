@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "m2n_ring.h"
 
 /* Tensor sizes stay below 2^62 bytes, so that sums and products of two in-range values fit. */
 #define NCCLX_M2N_MAX_BYTES (1ull << 62)
@@ -399,8 +400,8 @@ static ncclxResult_t ncclx_m2n_find_pair(ncclx_m2n_rank_plan_t *o, uint32_t peer
     return ncclxSuccess;
 }
 
-/* One block per pair, the rest of the budget shared by bytes; or, with more pairs than the
- * budget, pair k on block k % budget. */
+/* One block per pair, the rest of the budget shared by bytes (no pair more blocks than
+ * channels); or, with more pairs than the budget, pair k on block k % budget. */
 static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
 {
     const uint32_t n = o->num_pairs;
@@ -425,15 +426,17 @@ static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
     for (uint32_t k = 0; k < n; k++) {
         const double share = total ? (double)o->pairs[k].bytes / (double)total : 0.0;
         o->pairs[k].first_block = cursor;
-        o->pairs[k].blocks = 1 + (uint32_t)((double)(budget - n) * share);
+        const uint32_t blocks = 1 + (uint32_t)((double)(budget - n) * share);
+        o->pairs[k].blocks = blocks < o->pairs[k].channels ? blocks : o->pairs[k].channels;
         cursor += o->pairs[k].blocks;
     }
     o->blocks = cursor;
 }
 
 ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
-                                  uint32_t rank, uint32_t world, uint32_t budget,
-                                  ncclx_m2n_edge_t *scratch, ncclx_m2n_rank_plan_t *out)
+                                  uint32_t rank, uint32_t world, uint64_t slice, uint32_t channels,
+                                  uint32_t budget, ncclx_m2n_edge_t *scratch,
+                                  ncclx_m2n_rank_plan_t *out)
 {
     ncclx_m2n_rank_plan_t *o = out;
     uint32_t cursor[NCCLX_M2N_MAX_PEERS];
@@ -499,6 +502,7 @@ ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
             at = r->begin + r->bytes;
         }
         o->pairs[p].bytes = at;
+        o->pairs[p].channels = ncclx_m2n_pair_channels(at, slice, channels);
     }
     ncclx_m2n_assign_blocks(o, budget);
     return ncclxSuccess;

@@ -73,12 +73,10 @@ typedef struct {
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n.h describes them. */
-#define NCCLX_M2N_SIGNAL_WORDS 4u    /* symmetric: vote[2][R], filled[R], freed[R] (uint64) */
-#define NCCLX_M2N_STATE_BYTES  2048u /* device: ncclx_m2n_state_t */
-#define NCCLX_M2N_COUNT_WORDS  2u    /* device: sent[R], received[R] (uint64) */
+#define NCCLX_M2N_STATE_BYTES 2048u /* device: ncclx_m2n_state_t */
 
 typedef struct {
-    size_t m2n_staging; /* symmetric: [R][NCCLX_M2N_DEPTH] slices */
+    size_t m2n_staging; /* symmetric: kernels/m2n_ring.h's ring of every source */
     size_t m2n_signals; /* symmetric */
     size_t m2n_state;   /* device */
     size_t m2n_counts;  /* device */

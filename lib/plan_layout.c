@@ -10,6 +10,7 @@
 #include "ep_ht.h"
 #include "error.h"
 #include "m2n_engine.h"
+#include "m2n_ring.h"
 #include "plan_internal.h"
 #include "pool.h"
 
@@ -172,16 +173,21 @@ static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_n
 {
     const int on = norm->plan.m2n_staging_bytes != 0;
     const size_t ranks = norm->team.num_ranks;
+    uint64_t slice = 0;
+    uint32_t channels = 0;
+    if (on) {
+        ncclx_m2n_ring_shape(norm->plan.m2n_staging_bytes, norm->team.num_ranks, &slice, &channels);
+    }
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N staging",
                               norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N signals",
-                              on ? NCCLX_M2N_SIGNAL_WORDS * ranks * sizeof(uint64_t) : 0, 1,
-                              &regions->m2n_signals));
+                              on ? ncclx_m2n_signal_words(channels) * ranks * sizeof(uint64_t) : 0,
+                              1, &regions->m2n_signals));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N state",
                               on ? NCCLX_M2N_STATE_BYTES : 0, 1, &regions->m2n_state));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N round counts",
-                              on ? NCCLX_M2N_COUNT_WORDS * ranks * sizeof(uint64_t) : 0, 1,
-                              &regions->m2n_counts));
+                              on ? ncclx_m2n_count_words(channels) * ranks * sizeof(uint64_t) : 0,
+                              1, &regions->m2n_counts));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "M2N status",
                               on ? NCCLX_STATUS_BYTES : 0, 1, &regions->m2n_status));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N engine",

@@ -21,6 +21,7 @@
 
 #include <ncclx.h>
 
+#include "m2n_ring.h" /* kernels/: the ring a plan gets, for the header */
 #include "no_gpu.h"
 
 #define MAX_RANKS   24
@@ -28,7 +29,8 @@
 
 typedef struct {
     const char *pattern;
-    double mb; /* tile MiB (copy, cross, fanout) */
+    double mb;         /* tile MiB (copy, cross, fanout) */
+    double staging_mb; /* plan staging per source rank, MiB */
     uint32_t layers, iters, warmup;
     int graph, check;
 } options_t;
@@ -296,12 +298,14 @@ static int build_pattern(const options_t *o)
 static void usage(void)
 {
     printf("usage: ncclx-m2n-bench [--pattern copy|cross|fanout|refit] [--mb MIB] [--layers N]\n"
-           "                       [--iters N] [--warmup N] [--graph] [--check]\n"
+           "                       [--staging-mb MIB] [--iters N] [--warmup N] [--graph]\n"
+           "                       [--check]\n"
            "  --pattern P  copy: 1 -> 1 (2 ranks); cross: S0 over 4 -> S1 over 4 (8 ranks);\n"
            "               fanout: 1 -> 8 replicas (9 ranks); refit: qwen3-32b decoder layers\n"
            "               TP2 x DP2 -> TP1 x DP16 at their real shapes (20 ranks)  [copy]\n"
            "  --mb MIB     bytes a destination rank receives (copy, cross, fanout)   [64]\n"
            "  --layers N   refit: decoder layers (the model has 64)                  [2]\n"
+           "  --staging-mb MIB  plan.m2n_staging_bytes per rank of the team         [16]\n"
            "  --iters N, --warmup N  timed and untimed reshards                      [20, 3]\n"
            "  --graph      replay one CUDA graph per rank instead of calling\n"
            "  --check      fill sources from global indices, check every destination byte\n");
@@ -309,11 +313,12 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    options_t o = {"copy", 64.0, 2, 20, 3, 0, 0};
-    const struct option longs[] = {
-        {"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},     {"layers", 1, NULL, 'l'},
-        {"iters", 1, NULL, 'i'},   {"warmup", 1, NULL, 'w'}, {"graph", 0, NULL, 'g'},
-        {"check", 0, NULL, 'c'},   {"help", 0, NULL, 'h'},   {NULL, 0, NULL, 0}};
+    options_t o = {"copy", 64.0, 16.0, 2, 20, 3, 0, 0};
+    const struct option longs[] = {{"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},
+                                   {"layers", 1, NULL, 'l'},  {"iters", 1, NULL, 'i'},
+                                   {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},
+                                   {"check", 0, NULL, 'c'},   {"staging-mb", 1, NULL, 's'},
+                                   {"help", 0, NULL, 'h'},    {NULL, 0, NULL, 0}};
     int c, open_gate = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
@@ -338,6 +343,9 @@ int main(int argc, char **argv)
         case 'c':
             o.check = 1;
             break;
+        case 's':
+            o.staging_mb = atof(optarg);
+            break;
         case 'h':
             usage();
             return 0;
@@ -346,10 +354,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (o.mb <= 0 || o.iters == 0 || o.iters > 1000 || o.layers == 0 ||
-        o.layers * 11 > MAX_TENSORS) {
-        fprintf(stderr, "ncclx-m2n-bench: --mb > 0, 1 <= --iters <= 1000, 1 <= --layers <= %d\n",
-                MAX_TENSORS / 11);
+    if (o.mb <= 0 || o.staging_mb * 1048576.0 < NCCLX_M2N_MIN_STAGING_PER_RANK || o.iters == 0 ||
+        o.iters > 1000 || o.layers == 0 || o.layers * 11 > MAX_TENSORS) {
+        fprintf(stderr,
+                "ncclx-m2n-bench: --mb > 0, --staging-mb >= %g, 1 <= --iters <= 1000, "
+                "1 <= --layers <= %d\n",
+                NCCLX_M2N_MIN_STAGING_PER_RANK / 1048576.0, MAX_TENSORS / 11);
         return 2;
     }
     if (ncclx_tool_no_gpu() != NULL) {
@@ -359,9 +369,9 @@ int main(int argc, char **argv)
     if (build_pattern(&o)) {
         return 2;
     }
-    /* Staging: slices of 2 MiB from every source (the largest the library uses). */
+    /* Staging: --staging-mb for every source rank (16 MiB: the most channels, 32 KiB slices). */
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
-    plan.m2n_staging_bytes = (uint64_t)world * 4 * (2u << 20);
+    plan.m2n_staging_bytes = (uint64_t)(o.staging_mb * 1048576.0) / 16 * 16 * world;
     plan.m2n_max_group_entries = MAX_TENSORS;
     CHECK_NCCLX(ncclxLoopbackInit(&plan, world, 0, ctx));
     uint64_t dst_bytes = 0, max_local = 0;
@@ -494,8 +504,13 @@ int main(int argc, char **argv)
         CHECK_NCCLX(ncclxM2nGetAsyncError(ctx[r], &err));
         async_error |= err;
     }
-    printf("# ncclx-m2n-bench --pattern %s: %u ranks, %u tensor(s)%s\n", o.pattern, world,
-           num_tensors, o.graph ? ", graph replay" : "");
+    uint64_t slice;
+    uint32_t channels;
+    ncclx_m2n_ring_shape(plan.m2n_staging_bytes, world, &slice, &channels);
+    printf("# ncclx-m2n-bench --pattern %s: %u ranks, %u tensor(s)%s; staging %.2f MiB per source "
+           "rank: %u channels of %u x %llu-byte slices\n",
+           o.pattern, world, num_tensors, o.graph ? ", graph replay" : "", o.staging_mb, channels,
+           NCCLX_M2N_DEPTH, (unsigned long long)slice);
     printf("# %14s %14s %10s %10s %10s %12s %8s %10s\n", "dst_bytes/rank", "all_dst_bytes",
            "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof");
     printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f\n",

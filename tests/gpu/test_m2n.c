@@ -490,7 +490,10 @@ static void test_matrix(void **state)
     }
 }
 
-/* Staging of 16 KiB per rank: 4 KiB rounds, so a 1.2 MiB tile takes hundreds of them. */
+/* Staging of 16 KiB per rank: one channel of 4 KiB rounds, so a 1.2 MiB tile takes hundreds of
+ * them.  Then channels (kernels/m2n_ring.h) that each go round their ring twice: 1 MiB per
+ * source is 8 channels of 32 KiB slices, on 4 ranks a block per channel; 512 KiB is 4
+ * channels, on 24 ranks (11 blocks each, 8 pairs) one block works all 4 in turn. */
 static void test_rounds(void **state)
 {
     (void)state;
@@ -500,6 +503,11 @@ static void test_rounds(void **state)
     run_tensors(4, NCCLX_M2N_MIN_STAGING_PER_RANK, &x, 1, "16 KiB staging per rank, S0 -> S1");
     x = tensor(side1(2, g3, 2, 1, 0, -1), side1(2, g3, 2, 3, 1, 0));
     run_tensors(4, NCCLX_M2N_MIN_STAGING_PER_RANK, &x, 1, "16 KiB staging per rank, R -> S0");
+    const uint64_t big[3] = {2048, 1024, 1}, wide[3] = {4096, 4096, 1};
+    x = tensor(side1(2, big, 4, 2, 0, 0), side1(2, big, 4, 2, 2, 1));
+    run_tensors(4, 1u << 20, &x, 1, "8 channels x 8 rounds per pair, S0 -> S1");
+    x = tensor(side1(2, wide, 4, 8, 0, 0), side1(2, wide, 4, 8, 8, 1));
+    run_tensors(24, 512u << 10, &x, 1, "4 channels x 8 rounds, 1 block per pair, S0 -> S1");
 }
 
 /* Model shapes scaled to one GPU, same meshes and placements (docs/m2n.md). */

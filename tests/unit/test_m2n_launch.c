@@ -7,19 +7,21 @@
  * exact; launches past the per-launch arrays are refused, naming the bound.
  */
 #include "m2n_plan_fixture.h"
+#include "m2n_ring.h"
 
 /* ---- Launches: ncclx_m2n_plan_rank against a CPU run of the kernel's protocol ---- */
 
-/* kernels/m2n.h's NCCLX_M2N_DEPTH (that header needs the CUDA runtime, which this GPU-free test
- * does without): the slices of a source's ring at a destination. */
-#define SIM_DEPTH 4u
-
-enum { SIM_WORLD = 12, SIM_GROUP = 6, NUM_BUDGETS = 6, NUM_CHUNKS = 3 };
+enum { SIM_WORLD = 12, SIM_GROUP = 6, NUM_BUDGETS = 6, NUM_RINGS = 4 };
 
 /* Grids from below the self copy's two blocks to more blocks than any pair count here. */
 static const uint32_t budgets[NUM_BUDGETS] = {1, 2, 3, 8, 33, 132};
-/* One 16-byte unit, a size that is no power of two, and rounds that take most pairs at once. */
-static const uint64_t chunks[NUM_CHUNKS] = {16, 48, 4096};
+/* Ring shapes (slice bytes, channels per source): one 16-byte unit on one channel, a size that
+ * is no power of two on channels that do not divide the slices, slices that take most pairs
+ * at once, and more channels than most pairs have slices. */
+static const struct {
+    uint64_t slice;
+    uint32_t channels;
+} rings[NUM_RINGS] = {{16, 1}, {48, 3}, {4096, 2}, {32, 16}};
 
 /* One launch: n reshards on a context of world ranks. */
 typedef struct {
@@ -38,7 +40,7 @@ typedef struct {
 /* Every rank's plan of the launch for each budget. */
 static ncclx_m2n_rank_plan_t plans[NUM_BUDGETS][SIM_WORLD];
 static ncclx_m2n_edge_t plan_scratch[NCCLX_M2N_MAX_TRANSFERS];
-static uint64_t sim_rounds_max; /* the most rounds a pair took with 16-byte rounds */
+static uint64_t sim_rounds_max; /* the most rounds a channel took */
 
 /* A random valid reshard whose meshes fit a context of world ranks, at random disjoint places;
  * both on rank 0 when world is 1 (a self copy). */
@@ -152,11 +154,12 @@ static uint32_t pair_of(const ncclx_m2n_rank_plan_t *p, uint32_t peer, uint32_t 
 }
 
 /* Pairs in key order with their boxes in prefix order; boxes 16-byte aligned, disjoint, in
- * tensor order and inside their tiles; the stream ends with its last box; the blocks as
- * documented for this budget; as many boxes as the schedules have edges, no more than the
- * launch bound that lib/m2n.c cuts groups by. */
+ * tensor order and inside their tiles; the stream ends with its last box; the channels of the
+ * ring (slice, channels); the blocks as documented for this budget, never more than a pair's
+ * channels; as many boxes as the schedules have edges, no more than the launch bound that
+ * lib/m2n.c cuts groups by. */
 static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, uint32_t rank,
-                            uint32_t budget)
+                            uint32_t budget, uint64_t slice, uint32_t channels)
 {
     const uint32_t grid = budget < 2 ? 2 : budget;
     uint32_t edges = 0, bound = 0, first = 0, blocks = 0;
@@ -197,6 +200,9 @@ static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, u
             end = x->begin + x->bytes;
         }
         assert_int_equal(pr->bytes, end);
+        assert_int_equal(pr->channels, ncclx_m2n_pair_channels(end, slice, channels));
+        assert_true(pr->channels >= 1 && pr->channels <= channels);
+        assert_true(pr->blocks <= pr->channels);
     }
     assert_int_equal(first, p->num_boxes);
     if (p->num_pairs == 0) {
@@ -218,7 +224,7 @@ static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, u
     }
 }
 
-/* The budget changes the blocks only. */
+/* The budget and the ring change the blocks and channels only. */
 static void check_same_but_blocks(const ncclx_m2n_rank_plan_t *a, const ncclx_m2n_rank_plan_t *b)
 {
     assert_int_equal(a->num_pairs, b->num_pairs);
@@ -260,11 +266,11 @@ static void check_ends_agree(const launch_t *l, const ncclx_m2n_rank_plan_t *p)
 }
 
 /* kernels/m2n.cu move_span: stream bytes [s0, s1) of pair pr of rank's plan p between its
- * boxes' tiles and `slice` (which holds stream byte s_base at its start), piece by piece;
- * packs when the pair sends, unpacks (counting the writes) when it receives. */
+ * boxes' tiles and `slot` (which holds stream byte s0 at its start), piece by piece; packs when
+ * the pair sends, unpacks (counting the writes) when it receives. */
 static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
                           uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t s0, uint64_t s1,
-                          uint8_t *slice, uint64_t s_base, uint64_t chunk)
+                          uint8_t *slot, uint64_t slice)
 {
     for (uint32_t bi = pr->first_box; bi < pr->first_box + pr->num_boxes; bi++) {
         const ncclx_m2n_run_t *b = &p->boxes[bi];
@@ -284,13 +290,13 @@ static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_pl
             const uint64_t a1 = k % b->pieces[1], a0 = k / b->pieces[1];
             const uint64_t at =
                 b->offset + a0 * b->stride[0] + a1 * b->stride[1] + (from - k * b->run);
-            const uint64_t in = b->begin + from - s_base;
+            const uint64_t in = b->begin + from - s0;
             assert_true(at + (to - from) <= size);
-            assert_true(in + (to - from) <= chunk);
+            assert_true(in + (to - from) <= slice);
             if (pr->send) {
-                memcpy(slice + in, tile + at, to - from);
+                memcpy(slot + in, tile + at, to - from);
             } else {
-                memcpy(tile + at, slice + in, to - from);
+                memcpy(tile + at, slot + in, to - from);
                 for (uint64_t y = 0; y < to - from; y++) {
                     t->writes[rank][b->entry][at + y]++;
                 }
@@ -299,31 +305,44 @@ static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_pl
     }
 }
 
-/* kernels/m2n.cu move_pair, round j: the pair's blocks each move their 16-byte-unit share. */
-static void sim_move_round(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
-                           uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t j, uint64_t chunk,
-                           uint8_t *slice)
+/* Rounds [j0, j1) of every channel of pair pr (rank's end), each channel worked by the block
+ * that kernels/m2n.cu move_pair gives it (channels part, part + blocks, ...), each round of a
+ * channel moving its slice through its slot of the ring of source `source` in `staging`. */
+static void sim_move_rounds(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
+                            uint32_t rank, const ncclx_m2n_pair_t *pr, uint32_t source, uint64_t j0,
+                            uint64_t j1, uint64_t slice, uint32_t channels, uint8_t *staging,
+                            uint64_t ring)
 {
-    const uint64_t lo = j * chunk, len = pr->bytes - lo < chunk ? pr->bytes - lo : chunk;
-    const uint64_t units = (len + 15) / 16;
-    for (uint64_t part = 0; part < pr->blocks; part++) {
-        const uint64_t b0 = units * part / pr->blocks * 16;
-        const uint64_t b1e = units * (part + 1) / pr->blocks * 16, b1 = b1e < len ? b1e : len;
-        if (b0 < b1) {
-            sim_move_span(l, t, p, rank, pr, lo + b0, lo + b1, slice, lo, chunk);
+    const uint64_t slices = ncclx_m2n_slices(pr->bytes, slice);
+    for (uint32_t part = 0; part < pr->blocks; part++) {
+        for (uint32_t c = part; c < pr->channels; c += pr->blocks) {
+            const uint64_t rounds = ncclx_m2n_channel_rounds(slices, c, pr->channels);
+            if (rounds > sim_rounds_max) {
+                sim_rounds_max = rounds;
+            }
+            for (uint64_t j = j0; j < j1 && j < rounds; j++) {
+                const uint64_t k = j * pr->channels + c;
+                const uint64_t lo = k * slice,
+                               len = pr->bytes - lo < slice ? pr->bytes - lo : slice;
+                const uint64_t at = ncclx_m2n_slot(source, c, j, channels, slice);
+                assert_true(k < slices);
+                assert_true(at + slice <= ring);
+                sim_move_span(l, t, p, rank, pr, lo, lo + len, staging + at, slice);
+            }
         }
     }
 }
 
-/* Runs the launch with rounds of `chunk` bytes.  Per destination, in waves: every source packs
- * its next SIM_DEPTH rounds into its ring (the most it may run ahead), then the destination
- * unpacks them all; a slice shared by two rounds in flight, or by two sources, would show as
- * a wrong byte.  Then every destination byte holds its global value, written once, and the
- * sources are untouched. */
+/* Runs the launch through rings of (slice, channels).  Per destination, in waves: every source
+ * packs the next NCCLX_M2N_DEPTH rounds of every channel into its ring (the most it may run
+ * ahead), then the destination unpacks them all; a slot shared by two rounds in flight, two
+ * channels or two sources would show as a wrong byte, a channel worked twice or never as a
+ * byte written twice or never.  Then every destination byte holds its global value, written
+ * once, and the sources are untouched. */
 static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
-                       uint64_t chunk)
+                       uint64_t slice, uint32_t channels)
 {
-    const uint64_t ring = (uint64_t)l->world * SIM_DEPTH * chunk;
+    const uint64_t ring = (uint64_t)l->world * channels * NCCLX_M2N_DEPTH * slice;
     uint8_t *staging = malloc(ring);
     assert_non_null(staging);
     for (uint32_t r = 0; r < l->world; r++) {
@@ -337,6 +356,7 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
     for (uint32_t r = 0; r < l->world; r++) {
         memset(staging, 0x5a, ring);
         for (uint64_t wave = 0, more = 1; more; wave++) {
+            const uint64_t j0 = wave * NCCLX_M2N_DEPTH, j1 = j0 + NCCLX_M2N_DEPTH;
             more = 0;
             for (int unpack = 0; unpack < 2; unpack++) {
                 for (uint32_t k = 0; k < p[r].num_pairs; k++) {
@@ -346,21 +366,16 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
                     }
                     const uint32_t from = in->peer;
                     const ncclx_m2n_pair_t *out = &p[from].pairs[pair_of(&p[from], r, 1)];
-                    const uint64_t rounds = (in->bytes + chunk - 1) / chunk;
-                    if (chunk == 16 && rounds > sim_rounds_max) {
-                        sim_rounds_max = rounds;
+                    assert_int_equal(out->channels, in->channels);
+                    if (unpack) {
+                        sim_move_rounds(l, t, &p[r], r, in, from, j0, j1, slice, channels, staging,
+                                        ring);
+                    } else {
+                        sim_move_rounds(l, t, &p[from], from, out, from, j0, j1, slice, channels,
+                                        staging, ring);
                     }
-                    for (uint64_t j = wave * SIM_DEPTH; j < rounds && j < (wave + 1) * SIM_DEPTH;
-                         j++) {
-                        uint8_t *slice =
-                            staging + ((uint64_t)from * SIM_DEPTH + j % SIM_DEPTH) * chunk;
-                        if (unpack) {
-                            sim_move_round(l, t, &p[r], r, in, j, chunk, slice);
-                        } else {
-                            sim_move_round(l, t, &p[from], from, out, j, chunk, slice);
-                        }
-                        more |= j + 1 < rounds;
-                    }
+                    more |= ncclx_m2n_channel_rounds(ncclx_m2n_slices(in->bytes, slice), 0,
+                                                     in->channels) > j1;
                 }
             }
         }
@@ -382,9 +397,9 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
                 const uint8_t want = tensor_byte(e, global_index(&l->d[e], shard, o));
                 if (t->writes[r][e][o] != 1 || t->dst[r][e][o] != want) {
                     fail_msg("rank %u tensor %u of %u byte %llu: written %u times, 0x%02x, want "
-                             "0x%02x (world %u, chunk %llu)",
+                             "0x%02x (world %u, slice %llu, channels %u)",
                              r, e, l->n, (unsigned long long)o, t->writes[r][e][o], t->dst[r][e][o],
-                             want, l->world, (unsigned long long)chunk);
+                             want, l->world, (unsigned long long)slice, channels);
                 }
             }
         }
@@ -392,8 +407,8 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
 }
 
 /* Random launches: every rank's plan for every budget checked on its own and against its
- * peers', then the whole launch run through simulated rings with three round sizes (each
- * with another budget's blocks). */
+ * peers', then the whole launch run through simulated rings of every shape (each with another
+ * budget's blocks). */
 static void test_launch_protocol(void **state)
 {
     (void)state;
@@ -403,9 +418,10 @@ static void test_launch_protocol(void **state)
         random_launch(&l);
         for (uint32_t b = 0; b < NUM_BUDGETS; b++) {
             for (uint32_t r = 0; r < l.world; r++) {
-                assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, budgets[b],
-                                                    plan_scratch, &plans[b][r]));
-                check_rank_plan(&l, &plans[b][r], r, budgets[b]);
+                assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, rings[0].slice,
+                                                    rings[0].channels, budgets[b], plan_scratch,
+                                                    &plans[b][r]));
+                check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[0].slice, rings[0].channels);
                 if (b > 0) {
                     check_same_but_blocks(&plans[0][r], &plans[b][r]);
                 }
@@ -413,12 +429,81 @@ static void test_launch_protocol(void **state)
         }
         check_ends_agree(&l, plans[0]);
         tiles_alloc(&l, &t);
-        for (uint32_t c = 0; c < NUM_CHUNKS; c++) {
-            run_launch(&l, &t, plans[((uint32_t)it + c) % NUM_BUDGETS], chunks[c]);
+        for (uint32_t c = 0; c < NUM_RINGS; c++) {
+            const uint32_t b = ((uint32_t)it + c) % NUM_BUDGETS;
+            for (uint32_t r = 0; r < l.world; r++) {
+                assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, rings[c].slice,
+                                                    rings[c].channels, budgets[b], plan_scratch,
+                                                    &plans[b][r]));
+                check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[c].slice, rings[c].channels);
+            }
+            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels);
         }
         tiles_free(&l, &t);
     }
-    assert_true(sim_rounds_max > 2 * SIM_DEPTH); /* rings were reused, several times over */
+    assert_true(sim_rounds_max > 2 * NCCLX_M2N_DEPTH); /* rings were reused, several times over */
+}
+
+/* The ring of a plan (kernels/m2n_ring.h): slices of 16-byte multiples in [MIN, MAX], at least
+ * one channel and at most MAX_CHANNELS, never more staging than the plan gives each source;
+ * preferred slices before more channels; at the plan's least staging one channel of the
+ * smallest slices. */
+static void test_ring_shape(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 20000; it++) {
+        const uint32_t ranks = 1 + below(64);
+        const uint64_t per_source = NCCLX_M2N_MIN_STAGING_PER_RANK + below(1u << 20) * below(600);
+        uint64_t slice;
+        uint32_t channels;
+        ncclx_m2n_ring_shape(per_source * ranks + below(ranks), ranks, &slice, &channels);
+        assert_int_equal(slice % 16, 0);
+        assert_true(slice >= NCCLX_M2N_MIN_SLICE && slice <= NCCLX_M2N_MAX_SLICE);
+        assert_true(channels >= 1 && channels <= NCCLX_M2N_MAX_CHANNELS);
+        assert_true((uint64_t)channels * NCCLX_M2N_DEPTH * slice <= per_source);
+        if (per_source >= NCCLX_M2N_DEPTH * NCCLX_M2N_PREFERRED_SLICE) {
+            assert_true(slice >= NCCLX_M2N_PREFERRED_SLICE);
+        }
+        if (per_source >=
+            (uint64_t)NCCLX_M2N_DEPTH * NCCLX_M2N_MAX_CHANNELS * NCCLX_M2N_PREFERRED_SLICE) {
+            assert_int_equal(channels, NCCLX_M2N_MAX_CHANNELS);
+        }
+    }
+    {
+        uint64_t slice;
+        uint32_t channels;
+        ncclx_m2n_ring_shape(3ull * NCCLX_M2N_MIN_STAGING_PER_RANK, 3, &slice, &channels);
+        assert_int_equal(slice, NCCLX_M2N_MIN_SLICE);
+        assert_int_equal(channels, 1);
+        ncclx_m2n_ring_shape(2ull << 30, 2, &slice, &channels);
+        assert_int_equal(slice, NCCLX_M2N_MAX_SLICE);
+        assert_int_equal(channels, NCCLX_M2N_MAX_CHANNELS);
+    }
+}
+
+/* Channels cut a stream into slices exactly once: every slice on one channel and round, the
+ * rounds of each channel adding up to the slices, channel 0 the longest. */
+static void test_channel_rounds(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 5000; it++) {
+        const uint64_t slice = 16 * (1 + below(300));
+        const uint64_t bytes = 1 + below(1u << 20);
+        const uint32_t channels = 1 + below(NCCLX_M2N_MAX_CHANNELS);
+        const uint64_t slices = ncclx_m2n_slices(bytes, slice);
+        const uint32_t c_p = ncclx_m2n_pair_channels(bytes, slice, channels);
+        uint64_t total = 0;
+        assert_true(slices * slice >= bytes && (slices - 1) * slice < bytes);
+        assert_true(c_p >= 1 && c_p <= channels && c_p <= slices);
+        for (uint32_t c = 0; c < c_p; c++) {
+            const uint64_t rounds = ncclx_m2n_channel_rounds(slices, c, c_p);
+            assert_true(rounds <= ncclx_m2n_channel_rounds(slices, 0, c_p));
+            assert_true(rounds >= 1);
+            assert_true((rounds - 1) * c_p + c < slices && rounds * c_p + c >= slices);
+            total += rounds;
+        }
+        assert_int_equal(total, slices);
+    }
 }
 
 /* A side of the tests below: a 1-dim tensor of 64 bytes on ranks [start, start + dims[0]),
@@ -521,13 +606,13 @@ static void test_plan_rank_refusals(void **state)
         assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 9, &s[e]));
         assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 9, &d[e]));
     }
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY - 1, 0, 9, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY - 1, 0, 9, 4096, 1, 8, plan_scratch, &p));
     assert_int_equal(p.num_boxes, NCCLX_M2N_MAX_TRANSFERS);
     assert_int_equal(p.num_pairs, 8);
-    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, MANY, 0, 9, 8, plan_scratch, &p),
+    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, MANY, 0, 9, 4096, 1, 8, plan_scratch, &p),
                        ncclxResourceExhausted, "NCCLX_M2N_MAX_TRANSFERS");
     /* A destination has one box per tensor: it fits. */
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY, 3, 9, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY, 3, 9, 4096, 1, 8, plan_scratch, &p));
     assert_int_equal(p.num_boxes, MANY);
     assert_int_equal(p.num_pairs, 1);
 
@@ -535,15 +620,15 @@ static void test_plan_rank_refusals(void **state)
     dst = line_side(1, 64, 0);
     assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 65, &s[0]));
     assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 65, &d[0]));
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 0, 65, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 0, 65, 4096, 1, 8, plan_scratch, &p));
     assert_int_equal(p.num_pairs, NCCLX_M2N_MAX_PEERS); /* exactly full */
-    check_rank_plan(&(launch_t){.world = 65, .n = 1, .s = {s[0]}, .d = {d[0]}}, &p, 0, 8);
+    check_rank_plan(&(launch_t){.world = 65, .n = 1, .s = {s[0]}, .d = {d[0]}}, &p, 0, 8, 4096, 1);
     dst = line_side(1, 69, 0);
     assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 70, &s[0]));
     assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 70, &d[0]));
-    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, 1, 0, 70, 8, plan_scratch, &p),
+    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, 1, 0, 70, 4096, 1, 8, plan_scratch, &p),
                        ncclxResourceExhausted, "NCCLX_M2N_MAX_PEERS");
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 69, 70, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 69, 70, 4096, 1, 8, plan_scratch, &p));
     assert_int_equal(p.num_pairs, 1);
     assert_int_equal(p.pairs[0].peer, 0);
     assert_int_equal(p.pairs[0].send, 0);
@@ -552,8 +637,8 @@ static void test_plan_rank_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_launch_protocol),
-        cmocka_unit_test(test_transfer_bound),
+        cmocka_unit_test(test_launch_protocol),    cmocka_unit_test(test_ring_shape),
+        cmocka_unit_test(test_channel_rounds),     cmocka_unit_test(test_transfer_bound),
         cmocka_unit_test(test_plan_rank_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -286,8 +286,9 @@ static void test_two_groups_and_m2n(void **state)
     assert_int_equal(both.num_regions, only_ll.num_regions + only_ht.num_regions - 3 + 7);
 }
 
-/* Staging S on R ranks reserves S + 4 R 8 symmetric bytes (the ring, then vote[2][R],
- * filled[R] and freed[R]), exactly when S is a multiple of 256 and no region follows; a region
+/* Staging S on R ranks reserves S + 4 R 8 symmetric bytes at the least staging (the ring, then
+ * vote[2][R], filled[R] and freed[R] of one channel) and more words with more channels,
+ * exactly when S is a multiple of 256 and no region follows; a region
  * after them (the LL group's) starts on the next 256 bytes, so that R not a multiple of 8
  * pads the signals; an S off 256 pads the ring before the signals. */
 static void test_m2n_staging_sizes(void **state)
@@ -312,6 +313,17 @@ static void test_m2n_staging_sizes(void **state)
         m2n = sizes_of(groups, 0, least + 100, &team);
         assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
                          least + 256 + signals);
+        /* 1 MiB per source: 8 channels of 32 KiB slices (kernels/m2n_ring.h), so vote[2][R],
+         * filled[R][8], freed[R][8]: 18 R words; 16 MiB: 128 channels, 258 R words; the
+         * device's round counts are sent[R][channels] and received[R][channels]. */
+        m2n = sizes_of(groups, 0, (uint64_t)r << 20, &team);
+        assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                         ((uint64_t)r << 20) + 18ull * r * 8);
+        m2n = sizes_of(groups, 0, (uint64_t)r << 24, &team);
+        assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
+                         ((uint64_t)r << 24) + 258ull * r * 8);
+        assert_int_equal(m2n.total[NCCLX_MEM_DEVICE] - none.total[NCCLX_MEM_DEVICE],
+                         NCCLX_M2N_STATE_BYTES + (2ull * 128 * r * 8 + 255) / 256 * 256);
         /* Followed by the LL group. */
         if (256 % r == 0) { /* the LL group's 256 experts need ranks dividing them */
             none = sizes_of(groups, 1, 0, &team);

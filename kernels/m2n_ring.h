@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The M2N staging ring, in one place for host C (lib/plan_layout.c sizes the regions with it,
+ * lib/m2n_plan.c gives pairs their channels, the CPU tests replay the protocol with it) and for
+ * kernels/m2n.cu (which moves the bytes).  docs/m2n.md, "Protocol", tells the story.
+ *
+ * A pair's stream (its boxes end to end) is cut into slices of `slice` bytes; slice k goes
+ * through channel k % C of the pair (C = ncclx_m2n_pair_channels), as that channel's round
+ * k / C.  Every channel is a ring of NCCLX_M2N_DEPTH slices of the destination's staging, with
+ * its own two counters that only grow (rounds filled by the source, rounds freed by the
+ * destination), so channels never wait for each other.  Per rank, in symmetric memory:
+ *   staging  [source R][channels][NCCLX_M2N_DEPTH][slice]
+ *   signals  vote[2][R], then filled[source R][channels], freed[destination R][channels]
+ * and in private device memory sent[R][channels], received[R][channels]: the rounds moved
+ * since init, the bases of filled and freed.
+ */
+#ifndef NCCLX_KERNELS_M2N_RING_H_
+#define NCCLX_KERNELS_M2N_RING_H_
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define NCCLX_RING_FN static __host__ __device__ __forceinline__
+#else
+#define NCCLX_RING_FN static inline
+#endif
+
+/* Slices of one channel's ring: a source may run this many rounds ahead of its destination. */
+#define NCCLX_M2N_DEPTH 4u
+/* Slices are 16-byte multiples in [MIN, MAX]; the ring prefers PREFERRED-byte slices over
+ * more channels when staging is short (a slice is one block's work between two signals). */
+#define NCCLX_M2N_MIN_SLICE       4096ull
+#define NCCLX_M2N_PREFERRED_SLICE 32768ull
+#define NCCLX_M2N_MAX_SLICE       131072ull
+/* Channels of one source's ring at a destination (its blocks at each end work them apart). */
+#define NCCLX_M2N_MAX_CHANNELS 128u
+
+/* Symmetric signal words per rank of the team: the votes of both parities, filled, freed. */
+NCCLX_RING_FN uint64_t ncclx_m2n_signal_words(uint32_t channels)
+{
+    return 2u + 2ull * channels;
+}
+
+/* Private count words per rank of the team: sent and received. */
+NCCLX_RING_FN uint64_t ncclx_m2n_count_words(uint32_t channels)
+{
+    return 2ull * channels;
+}
+
+/* The ring of a plan: staging_bytes of M2N staging shared by `ranks` sources (each at least
+ * NCCLX_M2N_DEPTH * NCCLX_M2N_MIN_SLICE bytes, which the plan check guarantees).  Slices of
+ * staging / (ranks * DEPTH * MAX_CHANNELS), raised towards PREFERRED and capped at MAX; then as
+ * many channels as fit. */
+NCCLX_RING_FN void ncclx_m2n_ring_shape(uint64_t staging_bytes, uint32_t ranks, uint64_t *slice,
+                                        uint32_t *channels)
+{
+    const uint64_t per_source = staging_bytes / ranks;
+    const uint64_t one_ring = per_source / NCCLX_M2N_DEPTH;
+    uint64_t s = per_source / ((uint64_t)NCCLX_M2N_DEPTH * NCCLX_M2N_MAX_CHANNELS);
+    uint64_t c;
+    if (s < NCCLX_M2N_PREFERRED_SLICE) {
+        s = one_ring < NCCLX_M2N_PREFERRED_SLICE ? one_ring : NCCLX_M2N_PREFERRED_SLICE;
+    }
+    s = s > NCCLX_M2N_MAX_SLICE ? NCCLX_M2N_MAX_SLICE : s;
+    s = s / 16 * 16;
+    s = s < NCCLX_M2N_MIN_SLICE ? NCCLX_M2N_MIN_SLICE : s;
+    c = one_ring / s;
+    c = c > NCCLX_M2N_MAX_CHANNELS ? NCCLX_M2N_MAX_CHANNELS : c;
+    *slice = s;
+    *channels = c < 1 ? 1u : (uint32_t)c;
+}
+
+/* Slices of a stream of `bytes` bytes. */
+NCCLX_RING_FN uint64_t ncclx_m2n_slices(uint64_t bytes, uint64_t slice)
+{
+    return (bytes + slice - 1) / slice;
+}
+
+/* Channels a pair's stream uses: as many as it has slices, at most the ring's.  A function of
+ * the stream and the plan only, so that both ends of the pair agree. */
+NCCLX_RING_FN uint32_t ncclx_m2n_pair_channels(uint64_t bytes, uint64_t slice, uint32_t channels)
+{
+    const uint64_t n = ncclx_m2n_slices(bytes, slice);
+    return n < channels ? (uint32_t)n : channels;
+}
+
+/* Rounds of channel c of a pair with `slices` slices over C channels (slice k = round * C + c). */
+NCCLX_RING_FN uint64_t ncclx_m2n_channel_rounds(uint64_t slices, uint32_t c, uint32_t pair_channels)
+{
+    return slices > c ? (slices - c + pair_channels - 1) / pair_channels : 0;
+}
+
+/* Byte offset, in the destination's staging, of the slot that round `round` (counted in this
+ * launch: the vote frees every ring before a launch moves data) of channel c of source `src`
+ * fills. */
+NCCLX_RING_FN uint64_t ncclx_m2n_slot(uint32_t src, uint32_t c, uint64_t round, uint32_t channels,
+                                      uint64_t slice)
+{
+    return (((uint64_t)src * channels + c) * NCCLX_M2N_DEPTH + round % NCCLX_M2N_DEPTH) * slice;
+}
+
+#endif /* NCCLX_KERNELS_M2N_RING_H_ */
