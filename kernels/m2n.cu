@@ -121,7 +121,7 @@ template <bool kPack, typename T> __device__ __forceinline__ void store_unit(T *
 // inlined: on its own it needs no spill, inside move_span it would share the registers.
 template <bool kPack, typename T>
 __device__ __noinline__ void copy_units(char *dst, const char *src, u64 n, unsigned lane,
-                                           unsigned width)
+                                        unsigned width)
 {
     const u64 misalign = (sizeof(T) - ((uintptr_t)dst % sizeof(T))) % sizeof(T);
     const u64 head = misalign < n ? misalign : n;
