@@ -11,7 +11,8 @@
  * elements, (M, N) from (1, 1) to (4, 16), same-dim and cross-dim, replicate <-> shard, 2-axis
  * meshes both ways, destination mesh first, ranks outside both meshes, uneven replica counts,
  * staging far smaller than a tensor (hundreds of rounds), model-shaped patterns, a group of 100
- * tensors, graph capture replayed 50 times with new data, every refusal, and no allocation.
+ * tensors, graph capture replayed 50 times with new data, every refusal, a launch that fails on
+ * one rank (fail-stop on both), and no allocation.
  * TEST_SEED=n replays a run; TEST_FILTER picks tests.
  */
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include "alloc_counter.h"
+#include "m2n.h" /* kernels/: the launch, to fail one on demand */
 #include "ncclx_test.h"
 
 #define MAX_RANKS   24
@@ -437,6 +439,22 @@ static tensor_t tensor(side_t s, side_t d)
 
 #define STAGING (4u * 512u * 1024u) /* per rank: slices of 512 KiB */
 
+/* ---- launch failures on demand (the launcher is replaced at link time) ---- */
+
+static int fail_launch_of_rank = -1; /* the next launch of this rank fails */
+
+cudaError_t __real_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
+cudaError_t __wrap_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
+
+cudaError_t __wrap_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream)
+{
+    if (l->rank == fail_launch_of_rank) {
+        fail_launch_of_rank = -1;
+        return cudaErrorLaunchOutOfResources; /* as a launch that could not start would */
+    }
+    return __real_ncclx_m2n_launch(l, stream);
+}
+
 /* ---- the tests ---- */
 
 static void test_matrix(void **state)
@@ -766,6 +784,59 @@ static void test_refusals(void **state)
     }
 }
 
+/* Rank 0's launch fails (its peer's goes out): rank 0's call returns the CUDA error and every
+ * later M2N call of rank 0 is refused as out of step; rank 1 waits for rank 0's vote until the
+ * timeout (300 ms here), reports TIMEOUT, moves nothing, and refuses every later call with
+ * ncclxTimeout.  A rank must never go on as if the call had happened. */
+static void test_launch_failure(void **state)
+{
+    (void)state;
+    rng_reset("launch failure");
+    const uint64_t g[3] = {8192, 1, 1};
+    tensor_t x = tensor(side1(1, g, 1, 1, 0, -1), side1(1, g, 1, 1, 1, -1));
+    team_t t;
+    tiles_t tl;
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    uint32_t err = 0;
+    const char *saved = getenv("NCCLX_TIMEOUT_MS");
+    char *restore = saved != NULL ? strdup(saved) : NULL;
+    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
+    team_open(&t, 2, STAGING);
+    if (restore != NULL) {
+        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
+        free(restore);
+    } else {
+        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
+    }
+    tiles_alloc(&t, &x, &tl);
+    upload(&t, &tl, 5, keep, &kept);
+    team_sync(&t);
+    ncclxM2nTensor_t src[2], dst[2];
+    for (uint32_t r = 0; r < 2; r++) {
+        src[r] = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, r));
+        dst[r] = descriptor(&x.dst, x.dtype, tile_ptr(&tl, 1, r));
+    }
+    fail_launch_of_rank = 0;
+    assert_ncclx_error(ncclxM2nReshard(t.ctx[0], &src[0], &dst[0], (ncclxStream_t)t.stream[0]),
+                       ncclxCudaError, "cudaErrorLaunchOutOfResources");
+    assert_int_equal(fail_launch_of_rank, -1); /* the wrapper did fail it */
+    assert_ncclx_ok(ncclxM2nReshard(t.ctx[1], &src[1], &dst[1], (ncclxStream_t)t.stream[1]));
+    team_sync(&t);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[1], &err));
+    assert_int_equal(err & NCCLX_M2N_ERROR_TIMEOUT, NCCLX_M2N_ERROR_TIMEOUT);
+    check(&t, &tl, 5, 0, "after a failed launch (nothing may move)");
+    assert_ncclx_error(ncclxM2nReshard(t.ctx[0], &src[0], &dst[0], (ncclxStream_t)t.stream[0]),
+                       ncclxInvalidUsage, "out of step");
+    assert_ncclx_error(ncclxM2nReshard(t.ctx[1], &src[1], &dst[1], (ncclxStream_t)t.stream[1]),
+                       ncclxTimeout, "timed out");
+    team_close(&t);
+    tiles_free(&tl);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
 /* A context planned without M2N refuses every M2N call. */
 static void test_not_planned(void **state)
 {
@@ -787,7 +858,7 @@ int main(void)
         cmocka_unit_test(test_not_planned),  cmocka_unit_test(test_matrix),
         cmocka_unit_test(test_rounds),       cmocka_unit_test(test_models),
         cmocka_unit_test(test_group_of_100), cmocka_unit_test(test_graph_replay),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),     cmocka_unit_test(test_launch_failure),
     };
     if (getenv("TEST_FILTER") != NULL) {
         cmocka_set_test_filter(getenv("TEST_FILTER"));
