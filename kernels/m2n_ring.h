@@ -28,7 +28,7 @@
 
 /* Slices of one channel's ring: a source may run this many rounds ahead of its destination. */
 #define NCCLX_M2N_DEPTH 4u
-/* Slices are 16-byte multiples in [MIN, MAX]; the ring prefers PREFERRED-byte slices over
+/* Slices are 128-byte multiples in [MIN, MAX]; the ring prefers PREFERRED-byte slices over
  * more channels when staging is short (a slice is one block's work between two signals). */
 #define NCCLX_M2N_MIN_SLICE       4096ull
 #define NCCLX_M2N_PREFERRED_SLICE 32768ull
@@ -63,7 +63,7 @@ NCCLX_RING_FN void ncclx_m2n_ring_shape(uint64_t staging_bytes, uint32_t ranks, 
         s = one_ring < NCCLX_M2N_PREFERRED_SLICE ? one_ring : NCCLX_M2N_PREFERRED_SLICE;
     }
     s = s > NCCLX_M2N_MAX_SLICE ? NCCLX_M2N_MAX_SLICE : s;
-    s = s / 16 * 16;
+    s = s / 128 * 128; /* whole cache lines: a slot never starts inside another's line */
     s = s < NCCLX_M2N_MIN_SLICE ? NCCLX_M2N_MIN_SLICE : s;
     c = one_ring / s;
     c = c > NCCLX_M2N_MAX_CHANNELS ? NCCLX_M2N_MAX_CHANNELS : c;

@@ -438,7 +438,9 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
      * on every rank).  A rank with a tile error votes every launch down. */
     while (first < n) {
         uint32_t end = first, sum = 0;
-        for (; end < n; end++) {
+        for (; end < n && end - first < NCCLX_M2N_MAX_TRANSFERS; end++) {
+            /* Every tensor has a transfer at least: a launch never holds more tensors than
+             * transfers, so checked[] (one per tensor) is never written past its end. */
             ncclx_m2n_checked_t *c = &m->checked[end - first];
             /* Checked above: cannot fail now. */
             NCCLX_CHECK(ncclx_m2n_check_tensor(m, &entries[end].src, &entries[end].dst, "", c));

@@ -444,7 +444,7 @@ static void test_launch_protocol(void **state)
     assert_true(sim_rounds_max > 2 * NCCLX_M2N_DEPTH); /* rings were reused, several times over */
 }
 
-/* The ring of a plan (kernels/m2n_ring.h): slices of 16-byte multiples in [MIN, MAX], at least
+/* The ring of a plan (kernels/m2n_ring.h): slices of 128-byte multiples in [MIN, MAX], at least
  * one channel and at most MAX_CHANNELS, never more staging than the plan gives each source;
  * preferred slices before more channels; at the plan's least staging one channel of the
  * smallest slices. */
@@ -457,7 +457,7 @@ static void test_ring_shape(void **state)
         uint64_t slice;
         uint32_t channels;
         ncclx_m2n_ring_shape(per_source * ranks + below(ranks), ranks, &slice, &channels);
-        assert_int_equal(slice % 16, 0);
+        assert_int_equal(slice % 128, 0);
         assert_true(slice >= NCCLX_M2N_MIN_SLICE && slice <= NCCLX_M2N_MAX_SLICE);
         assert_true(channels >= 1 && channels <= NCCLX_M2N_MAX_CHANNELS);
         assert_true((uint64_t)channels * NCCLX_M2N_DEPTH * slice <= per_source);
