@@ -61,6 +61,13 @@ __device__ __forceinline__ u64 *freed(char *base, const ncclx_m2n_launch_t &l)
     return filled(base, l) + (size_t)l.ranks * l.channels;
 }
 
+// m2n_ring.h's src_tiles[NCCLX_M2N_MAX_TRANSFERS], after every rank's words.
+__device__ __forceinline__ const void **src_tiles(char *base, const ncclx_m2n_launch_t &l)
+{
+    return reinterpret_cast<const void **>(reinterpret_cast<u64 *>(base + l.signals) +
+                                           ncclx_m2n_signal_words(l.channels) * l.ranks);
+}
+
 // After a wait timed out the ranks' counters no longer agree: nothing is exchanged again.
 __device__ __forceinline__ bool halted(const ncclx_m2n_launch_t &l)
 {
@@ -98,17 +105,19 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
     }
 }
 
-// Loads and stores by direction.  Packing reads the tile once (streaming: it should not push
-// the staging out of L2) and writes the slice; unpacking reads the slice from L2 (never L1: the
-// slot held another round before) and writes the tile streaming.
-template <bool kPack, typename T> __device__ __forceinline__ T load_unit(const T *p)
+// Loads and stores by copy.  Packing reads the tile once (streaming: it should not push the
+// staging out of L2) and writes the slot; unpacking reads the slot from L2 (never L1: the slot
+// held another round before) and writes the tile streaming; the direct path streams both.
+enum Copy { kPack, kUnpack, kDirect };
+
+template <int kCopy, typename T> __device__ __forceinline__ T load_unit(const T *p)
 {
-    return kPack ? __ldcs(p) : __ldcg(p);
+    return kCopy == kUnpack ? __ldcg(p) : __ldcs(p);
 }
 
-template <bool kPack, typename T> __device__ __forceinline__ void store_unit(T *p, T v)
+template <int kCopy, typename T> __device__ __forceinline__ void store_unit(T *p, T v)
 {
-    if (kPack) {
+    if (kCopy == kPack) {
         *p = v;
     } else {
         __stcs(p, v);
@@ -119,14 +128,14 @@ template <bool kPack, typename T> __device__ __forceinline__ void store_unit(T *
 // modulo 16, 4-byte ones when they agree modulo 4, bytes otherwise.  Four loads per thread are
 // in flight before their stores (more spill at the 64 registers of two blocks per SM).  Not
 // inlined: on its own it needs no spill, inside move_span it would share the registers.
-template <bool kPack, typename T>
+template <int kCopy, typename T>
 __device__ __noinline__ void copy_units(char *dst, const char *src, u64 n, unsigned lane,
                                         unsigned width)
 {
     const u64 misalign = (sizeof(T) - ((uintptr_t)dst % sizeof(T))) % sizeof(T);
     const u64 head = misalign < n ? misalign : n;
     for (u64 i = lane; i < head; i += width) {
-        store_unit<kPack>(dst + i, load_unit<kPack>(src + i));
+        store_unit<kCopy>(dst + i, load_unit<kCopy>(src + i));
     }
     const u64 units = (n - head) / sizeof(T);
     const T *s = reinterpret_cast<const T *>(src + head);
@@ -137,32 +146,32 @@ __device__ __noinline__ void copy_units(char *dst, const char *src, u64 n, unsig
         T v[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            v[u] = load_unit<kPack>(s + i + u * w);
+            v[u] = load_unit<kCopy>(s + i + u * w);
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            store_unit<kPack>(d + i + u * w, v[u]);
+            store_unit<kCopy>(d + i + u * w, v[u]);
         }
     }
     for (; i < units; i += w) {
-        store_unit<kPack>(d + i, load_unit<kPack>(s + i));
+        store_unit<kCopy>(d + i, load_unit<kCopy>(s + i));
     }
     for (u64 k = head + units * sizeof(T) + lane; k < n; k += width) {
-        store_unit<kPack>(dst + k, load_unit<kPack>(src + k));
+        store_unit<kCopy>(dst + k, load_unit<kCopy>(src + k));
     }
 }
 
-template <bool kPack>
+template <int kCopy>
 __device__ __forceinline__ void span_copy(char *dst, const char *src, u64 n, unsigned lane,
                                           unsigned width)
 {
     const uintptr_t x = (uintptr_t)dst ^ (uintptr_t)src;
     if (x % 16 == 0) {
-        copy_units<kPack, uint4>(dst, src, n, lane, width);
+        copy_units<kCopy, uint4>(dst, src, n, lane, width);
     } else if (x % 4 == 0) {
-        copy_units<kPack, unsigned>(dst, src, n, lane, width);
+        copy_units<kCopy, unsigned>(dst, src, n, lane, width);
     } else {
-        copy_units<kPack, char>(dst, src, n, lane, width);
+        copy_units<kCopy, char>(dst, src, n, lane, width);
     }
 }
 
@@ -211,12 +220,105 @@ __device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc
             const unsigned lane_of = by_warp ? lane : threadIdx.x;
             const unsigned width = by_warp ? 32 : blockDim.x;
             if (pr.send) {
-                span_copy<true>(s, t, to - from, lane_of, width);
+                span_copy<kPack>(s, t, to - from, lane_of, width);
             } else {
-                span_copy<false>(t, s, to - from, lane_of, width);
+                span_copy<kUnpack>(t, s, to - from, lane_of, width);
             }
         }
     }
+}
+
+// The direct path's move_span: stream bytes [s0, s1) of receiving pair pr straight from the
+// source's tiles (`tiles`: the source's src_tiles table) into this rank's.
+__device__ void move_span_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
+                                 u64 s0, u64 s1, const void *const *tiles)
+{
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int bi = first_box_after(l, pr, s0);
+         bi < pr.first_box + pr.num_boxes && l.boxes[bi].begin < s1; bi++) {
+        const ncclx_m2n_box_desc_t &b = l.boxes[bi];
+        const u64 lo = s0 > b.begin ? s0 : b.begin;
+        const u64 hi = s1 < b.begin + b.bytes ? s1 : b.begin + b.bytes;
+        // Written before the source's vote, which every block acquired; volatile: the table
+        // held another launch's tiles before, which L1 may still have.
+        const char *src = static_cast<const char *>(load_volatile(&tiles[b.entry])) + b.peer_offset;
+        const u64 p0 = lo - b.begin, p1 = hi - b.begin;
+        const u64 k0 = p0 / b.run, k1 = (p1 - 1) / b.run;
+        const bool by_warp = b.run <= kWarpPiece;
+        for (u64 k = k0 + (by_warp ? warp : 0); k <= k1; k += by_warp ? warps : 1) {
+            const u64 from = k == k0 ? p0 : k * b.run;
+            const u64 to = k == k1 ? p1 : (k + 1) * b.run;
+            const u64 a1 = k % b.pieces1, a0 = k / b.pieces1, in_piece = from - k * b.run;
+            char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + in_piece;
+            const char *f = src + a0 * b.peer_stride0 + a1 * b.peer_stride1 + in_piece;
+            span_copy<kDirect>(t, f, to - from, by_warp ? lane : threadIdx.x,
+                               by_warp ? 32 : blockDim.x);
+        }
+    }
+}
+
+// The direct path for this block's channels of pair pr (base[] holds their counts).  The
+// source raises filled by every channel's rounds at once (its tile is ready: its stream
+// reached this launch), then waits until the destination has raised freed as far, so that
+// its tile does not change while it is read.  The destination copies each channel's slices
+// tile to tile once filled says so, then raises freed.  The counters end where the ring would
+// leave them, so both paths may follow each other on one context.
+__device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
+                                 const u64 *base, unsigned first, unsigned step, unsigned mine,
+                                 u64 slices, const u64 *wait_words, u64 *post_words, u64 *counts)
+{
+    __shared__ int ok;
+    const unsigned C = (unsigned)pr.channels;
+    const void *const *tiles = src_tiles(base_of(l, pr.peer), l);
+    for (unsigned i = 0; i < mine; i++) {
+        const unsigned c = first + i * step;
+        const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
+        if (pr.send) {
+            if (threadIdx.x == 0) {
+                st_release_sys(post_words + c, need);
+            }
+            continue;
+        }
+        if (threadIdx.x == 0) {
+            u64 seen;
+            ok = wait_for(
+                l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+        }
+        __syncthreads();
+        if (!ok) {
+            return false;
+        }
+        for (u64 k = c; k < slices; k += C) {
+            const u64 lo = k * l.slice;
+            const u64 len = pr.bytes - lo < l.slice ? pr.bytes - lo : l.slice;
+            move_span_direct(l, pr, lo, lo + len, tiles);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            st_release_sys(post_words + c, need); // every read of the source's tile came first
+            *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
+        }
+    }
+    if (pr.send) {
+        if (threadIdx.x == 0) {
+            ok = 1;
+            for (unsigned i = 0; i < mine && ok; i++) {
+                const unsigned c = first + i * step;
+                const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
+                u64 seen;
+                ok = wait_for(
+                    l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+                if (ok) {
+                    *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
+                }
+            }
+        }
+        __syncthreads();
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
 }
 
 // This block's channels of pair p (channels part, part + blocks, ... of the pair's), round by
@@ -248,6 +350,10 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
         base[i] = load_volatile(&counts[first + i * step]);
     }
     __syncthreads();
+    if (l.direct) {
+        return move_pair_direct(l, pr, base, first, step, mine, slices, wait_words, post_words,
+                                counts);
+    }
     const u64 rounds = ncclx_m2n_channel_rounds(slices, first, C); // the most of its channels
     for (u64 j = 0; j < rounds; j++) {
         for (unsigned i = 0; i < mine; i++) {
@@ -310,6 +416,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned tag = (unsigned)(seq + 1);
     char *self = base_of(l, l.rank);
     if (blockIdx.x == 0) {
+        // The direct path's table of this rank's source tiles goes out with the vote (whose
+        // release stores order it): a destination reads it only after it saw the vote.  The
+        // last launch's readers are done with it: this rank's last launch waited for them.
+        for (int e = threadIdx.x; e < l.num_entries; e += blockDim.x) {
+            *reinterpret_cast<const void *volatile *>(&src_tiles(self, l)[e]) = l.src_tiles[e];
+        }
+        __syncthreads();
         for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
             st_release_sys(votes(base_of(l, r), l, parity) + l.rank, ((u64)tag << 32) | l.word);
         }

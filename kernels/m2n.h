@@ -44,6 +44,10 @@ typedef struct {
     char *tile;
     unsigned long long run, pieces1, stride0, stride1;
     unsigned long long begin, bytes;
+    /* The direct path's receiving end: the source's tile is its src_tiles[entry] + peer_offset,
+     * piece (a, b) at + a * peer_stride0 + b * peer_stride1. */
+    unsigned long long peer_offset, peer_stride0, peer_stride1;
+    int entry, reserved;
 } ncclx_m2n_box_desc_t;
 
 /* One (peer, direction) of the launch: its boxes, its channels, and the blocks that move them
@@ -63,7 +67,7 @@ typedef struct {
     unsigned int reserved;
     unsigned long long slice; /* bytes of one round of a channel */
     unsigned int channels;    /* of a source's ring (m2n_ring.h) */
-    unsigned int reserved2;
+    int direct;               /* tile to tile (every rank on this GPU), no ring */
     unsigned long long timeout_ns;
     void *const *peers;                  /* device: symmetric arena base of each rank */
     size_t staging, signals;             /* offsets in the symmetric arena */
@@ -72,6 +76,9 @@ typedef struct {
     unsigned int *status;                /* device view of the mapped status */
     ncclx_m2n_pair_desc_t pairs[NCCLX_M2N_MAX_PEERS];
     ncclx_m2n_box_desc_t boxes[NCCLX_M2N_MAX_TRANSFERS];
+    int num_entries; /* tensors of the launch */
+    int reserved3;
+    const void *src_tiles[NCCLX_M2N_MAX_TRANSFERS]; /* direct: this rank's source tile, or NULL */
 } ncclx_m2n_launch_t;
 
 /** Enqueues launch l (every rank launches every call, also with no pair). */

@@ -12,13 +12,23 @@
  * destination), so channels never wait for each other.  Per rank, in symmetric memory:
  *   staging  [source R][channels][NCCLX_M2N_DEPTH][slice]
  *   signals  vote[2][R], then filled[source R][channels], freed[destination R][channels]
+ *            then src_tiles[NCCLX_M2N_MAX_TRANSFERS]: on the direct path, this rank's source
+ *            tile of each tensor of the launch, for its destinations to read from
  * and in private device memory sent[R][channels], received[R][channels]: the rounds moved
  * since init, the bases of filled and freed.
+ *
+ * The direct path (every rank on one GPU, so every tile is addressable by every rank) keeps the
+ * channels and their counters but no ring: the destination's block of channel c copies the
+ * channel's slices from the source's tile into its own, then raises freed by the channel's
+ * rounds; the source's block raises filled by the same at its start and waits for freed
+ * before its launch ends (the source tile must not change while it is read).
  */
 #ifndef NCCLX_KERNELS_M2N_RING_H_
 #define NCCLX_KERNELS_M2N_RING_H_
 
 #include <stdint.h>
+
+#include <ncclx/m2n.h> /* NCCLX_M2N_MAX_TRANSFERS */
 
 #if defined(__CUDACC__)
 #define NCCLX_RING_FN static __host__ __device__ __forceinline__
@@ -40,6 +50,13 @@
 NCCLX_RING_FN uint64_t ncclx_m2n_signal_words(uint32_t channels)
 {
     return 2u + 2ull * channels;
+}
+
+/* Bytes of the symmetric signal region of a team of `ranks`: the words of every rank, then the
+ * direct path's table of source tiles. */
+NCCLX_RING_FN uint64_t ncclx_m2n_signal_bytes(uint32_t ranks, uint32_t channels)
+{
+    return (ncclx_m2n_signal_words(channels) * ranks + NCCLX_M2N_MAX_TRANSFERS) * 8u;
 }
 
 /* Private count words per rank of the team: sent and received. */

@@ -26,6 +26,7 @@ typedef struct {
 
 static const char *const ncclx_debug_levels[] = {"NONE", "WARN", "INFO", "TRACE", NULL};
 static const char *const ncclx_bind_choices[] = {"AUTO", "NONE", NULL};
+static const char *const ncclx_m2n_paths[] = {"AUTO", "STAGED", NULL};
 
 static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG] = {"NCCLX_DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE",
@@ -48,6 +49,10 @@ static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
                               "GPU wait timeout of every EP group in milliseconds (overrides "
                               "the plan's timeout_ns)",
                               NCCLX_ENV_KIND_UINT, NULL, 1, 86400000},
+    [NCCLX_ENV_M2N_PATH] = {"NCCLX_M2N_PATH", "AUTO",
+                            "M2N data path: AUTO (tile to tile when every rank is on this GPU, "
+                            "else the staging ring) or STAGED (always the staging ring)",
+                            NCCLX_ENV_KIND_CHOICE, ncclx_m2n_paths, 0, 0},
 };
 
 const char *ncclx_env_raw(ncclx_env_id_t id)

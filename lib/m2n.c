@@ -42,6 +42,7 @@ struct ncclx_m2n {
     struct ncclxContext *ctx;
     uint64_t slice;    /* bytes of a round of a channel (kernels/m2n_ring.h) */
     uint32_t channels; /* of one source's ring */
+    int direct;        /* tile to tile: every rank on this GPU and NCCLX_M2N_PATH=AUTO */
     uint32_t ranks, rank;
     uint32_t max_entries, num_entries;
     uint32_t depth;            /* group nesting */
@@ -86,6 +87,13 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
     m->ranks = ctx->norm.team.num_ranks;
     m->rank = (uint32_t)ctx->rank;
     ncclx_m2n_ring_shape(plan->m2n_staging_bytes, m->ranks, &m->slice, &m->channels);
+    {
+        /* A loopback team is one process on one GPU: every rank can address every tile.  A
+         * rank whose NCCLX_M2N_PATH differs votes every launch down as a mismatch. */
+        int path = 0;
+        (void)ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &path); /* validated at init */
+        m->direct = ctx->loopback != NULL && path == 0;
+    }
     m->max_entries = plan->m2n_max_group_entries;
     m->entries = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_entries);
     m->status = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_MAPPED_HOST, r->m2n_status);
@@ -107,6 +115,7 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
         l->ranks = (int)m->ranks;
         l->slice = m->slice;
         l->channels = m->channels;
+        l->direct = m->direct;
         l->timeout_ns = timeout_ns;
         l->peers = (void *const *)ctx->peer_table;
         l->staging = r->m2n_staging;
@@ -260,9 +269,11 @@ static uint64_t ncclx_m2n_hash(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static unsigned ncclx_m2n_vote_word(const ncclx_m2n_checked_t *c, uint32_t n, uint32_t launch)
+static unsigned ncclx_m2n_vote_word(const ncclx_m2n_checked_t *c, uint32_t n, uint32_t launch,
+                                    int direct)
 {
     uint64_t h = 0xcbf29ce484222325ull;
+    h = ncclx_m2n_hash(h, &direct, sizeof(direct)); /* both paths never meet in one launch */
     h = ncclx_m2n_hash(h, &n, sizeof(n));
     h = ncclx_m2n_hash(h, &launch, sizeof(launch));
     for (uint32_t e = 0; e < n; e++) {
@@ -331,8 +342,9 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
     ncclx_m2n_launch_t *l = &m->launch;
     ncclx_m2n_rank_plan_t *p = &m->plan;
     *voted_down = 0;
-    l->word = ncclx_m2n_vote_word(c, n, launch) | (refuse ? NCCLX_M2N_VOTE_REFUSE : 0u);
+    l->word = ncclx_m2n_vote_word(c, n, launch, m->direct) | (refuse ? NCCLX_M2N_VOTE_REFUSE : 0u);
     l->num_pairs = 0;
+    l->num_entries = 0; /* a refused launch publishes no tile */
     l->blocks = 1;
     if (!refuse) {
         for (uint32_t e = 0; e < n; e++) {
@@ -374,8 +386,17 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
                 x->stride1 = r->stride[1];
                 x->begin = r->begin;
                 x->bytes = r->bytes;
+                x->peer_offset = r->peer_offset;
+                x->peer_stride0 = r->peer_stride[0];
+                x->peer_stride1 = r->peer_stride[1];
+                x->entry = (int)r->entry;
+                x->reserved = 0;
             }
         }
+        for (uint32_t e = 0; e < n; e++) {
+            l->src_tiles[e] = c[e].data[0]; /* NULL where this rank is no source */
+        }
+        l->num_entries = (int)n;
         l->num_pairs = (int)p->num_pairs;
         l->blocks = (int)p->blocks;
     }

@@ -486,11 +486,13 @@ ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
             memset(r, 0, sizeof(*r));
             r->entry = e;
             r->offset = send ? b->src_offset : b->dst_offset;
+            r->peer_offset = send ? b->dst_offset : b->src_offset;
             r->run = b->run;
             r->bytes = b->bytes;
             for (uint32_t a = 0; a < 2; a++) {
                 r->pieces[a] = b->pieces[a];
                 r->stride[a] = send ? b->src_stride[a] : b->dst_stride[a];
+                r->peer_stride[a] = send ? b->dst_stride[a] : b->src_stride[a];
             }
         }
     }

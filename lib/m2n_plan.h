@@ -139,7 +139,8 @@ typedef struct {
     uint32_t reserved;
     uint64_t offset; /* this rank's side: tile offset of piece (0, 0) */
     uint64_t run, pieces[2], stride[2];
-    uint64_t begin, bytes; /* place in the pair's stream */
+    uint64_t peer_offset, peer_stride[2]; /* the same on the peer's tile (the direct path) */
+    uint64_t begin, bytes;                /* place in the pair's stream */
 } ncclx_m2n_run_t;
 
 typedef struct {

@@ -181,8 +181,8 @@ static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_n
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N staging",
                               norm->plan.m2n_staging_bytes, 1, &regions->m2n_staging));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N signals",
-                              on ? ncclx_m2n_signal_words(channels) * ranks * sizeof(uint64_t) : 0,
-                              1, &regions->m2n_signals));
+                              on ? ncclx_m2n_signal_bytes((uint32_t)ranks, channels) : 0, 1,
+                              &regions->m2n_signals));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N state",
                               on ? NCCLX_M2N_STATE_BYTES : 0, 1, &regions->m2n_state));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "M2N round counts",

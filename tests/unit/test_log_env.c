@@ -381,6 +381,25 @@ static void test_fence_timeout(void **state)
     assert_int_equal(value, 300); /* the declared default */
 }
 
+/* NCCLX_M2N_PATH: AUTO or STAGED in any case; anything else is rejected by name at init. */
+static void test_m2n_path(void **state)
+{
+    static const char *const bad[] = {"direct", "0", "STAGE", "AUTO "};
+    int index = -1;
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("NCCLX_M2N_PATH", bad[i], 1);
+        assert_ncclx_error(ncclxEnvValidate(), ncclxInvalidArgument, "NCCLX_M2N_PATH");
+    }
+    setenv("NCCLX_M2N_PATH", "staged", 1);
+    assert_ncclx_ok(ncclxEnvValidate());
+    assert_int_equal(ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &index), 1);
+    assert_int_equal(index, 1);
+    unsetenv("NCCLX_M2N_PATH");
+    assert_int_equal(ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &index), 1);
+    assert_int_equal(index, 0); /* AUTO */
+}
+
 /* NCCLX_TIMEOUT_MS: unset means the plan decides; garbage and 0 are rejected by name. */
 static void test_gpu_timeout(void **state)
 {
@@ -464,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_debug_env_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_debug_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_m2n_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_variable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_listing, setup, teardown),

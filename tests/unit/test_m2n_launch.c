@@ -260,6 +260,10 @@ static void check_ends_agree(const launch_t *l, const ncclx_m2n_rank_plan_t *p)
                 assert_int_equal(u->run, v->run);
                 assert_int_equal(u->pieces[0], v->pieces[0]);
                 assert_int_equal(u->pieces[1], v->pieces[1]);
+                /* The direct path reads the peer's side from this end's run. */
+                assert_int_equal(u->peer_offset, v->offset);
+                assert_int_equal(u->peer_stride[0], v->stride[0]);
+                assert_int_equal(u->peer_stride[1], v->stride[1]);
             }
         }
     }
@@ -333,6 +337,44 @@ static void sim_move_rounds(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_
     }
 }
 
+/* kernels/m2n.cu move_span_direct: stream bytes [s0, s1) of receiving pair pr of rank's plan p
+ * copied from the source's tile (its side of each box from this end's peer_offset and
+ * peer_stride) into this rank's, counting the writes. */
+static void sim_move_span_direct(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
+                                 uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t s0,
+                                 uint64_t s1)
+{
+    for (uint32_t bi = pr->first_box; bi < pr->first_box + pr->num_boxes; bi++) {
+        const ncclx_m2n_run_t *b = &p->boxes[bi];
+        const uint64_t lo = s0 > b->begin ? s0 : b->begin;
+        const uint64_t hi = s1 < b->begin + b->bytes ? s1 : b->begin + b->bytes;
+        if (lo >= hi) {
+            continue;
+        }
+        const uint64_t p0 = lo - b->begin, p1 = hi - b->begin;
+        const uint64_t k0 = p0 / b->run, k1 = (p1 - 1) / b->run;
+        const uint8_t *from_tile = t->src[pr->peer][b->entry];
+        uint8_t *tile = t->dst[rank][b->entry];
+        assert_non_null(from_tile);
+        assert_non_null(tile);
+        for (uint64_t k = k0; k <= k1; k++) {
+            const uint64_t from = k == k0 ? p0 : k * b->run;
+            const uint64_t to = k == k1 ? p1 : (k + 1) * b->run;
+            const uint64_t a1 = k % b->pieces[1], a0 = k / b->pieces[1];
+            const uint64_t in_piece = from - k * b->run;
+            const uint64_t at = b->offset + a0 * b->stride[0] + a1 * b->stride[1] + in_piece;
+            const uint64_t src_at =
+                b->peer_offset + a0 * b->peer_stride[0] + a1 * b->peer_stride[1] + in_piece;
+            assert_true(at + (to - from) <= l->d[b->entry].local_bytes);
+            assert_true(src_at + (to - from) <= l->s[b->entry].local_bytes);
+            memcpy(tile + at, from_tile + src_at, to - from);
+            for (uint64_t y = 0; y < to - from; y++) {
+                t->writes[rank][b->entry][at + y]++;
+            }
+        }
+    }
+}
+
 /* Runs the launch through rings of (slice, channels).  Per destination, in waves: every source
  * packs the next NCCLX_M2N_DEPTH rounds of every channel into its ring (the most it may run
  * ahead), then the destination unpacks them all; a slot shared by two rounds in flight, two
@@ -340,7 +382,7 @@ static void sim_move_rounds(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_
  * byte written twice or never.  Then every destination byte holds its global value, written
  * once, and the sources are untouched. */
 static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
-                       uint64_t slice, uint32_t channels)
+                       uint64_t slice, uint32_t channels, int direct)
 {
     const uint64_t ring = (uint64_t)l->world * channels * NCCLX_M2N_DEPTH * slice;
     uint8_t *staging = malloc(ring);
@@ -353,7 +395,23 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
             }
         }
     }
-    for (uint32_t r = 0; r < l->world; r++) {
+    for (uint32_t r = 0; r < l->world && direct; r++) {
+        /* The direct path: every receiving channel's slices straight from the source's tile. */
+        for (uint32_t k = 0; k < p[r].num_pairs; k++) {
+            const ncclx_m2n_pair_t *in = &p[r].pairs[k];
+            const uint64_t slices = ncclx_m2n_slices(in->bytes, slice);
+            for (uint32_t part = 0; part < in->blocks && !in->send; part++) {
+                for (uint32_t c = part; c < in->channels; c += in->blocks) {
+                    for (uint64_t x = c; x < slices; x += in->channels) {
+                        const uint64_t lo = x * slice;
+                        const uint64_t hi = lo + slice < in->bytes ? lo + slice : in->bytes;
+                        sim_move_span_direct(l, t, &p[r], r, in, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+    for (uint32_t r = 0; r < l->world && !direct; r++) {
         memset(staging, 0x5a, ring);
         for (uint64_t wave = 0, more = 1; more; wave++) {
             const uint64_t j0 = wave * NCCLX_M2N_DEPTH, j1 = j0 + NCCLX_M2N_DEPTH;
@@ -397,9 +455,10 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
                 const uint8_t want = tensor_byte(e, global_index(&l->d[e], shard, o));
                 if (t->writes[r][e][o] != 1 || t->dst[r][e][o] != want) {
                     fail_msg("rank %u tensor %u of %u byte %llu: written %u times, 0x%02x, want "
-                             "0x%02x (world %u, slice %llu, channels %u)",
+                             "0x%02x (world %u, slice %llu, channels %u, %s)",
                              r, e, l->n, (unsigned long long)o, t->writes[r][e][o], t->dst[r][e][o],
-                             want, l->world, (unsigned long long)slice, channels);
+                             want, l->world, (unsigned long long)slice, channels,
+                             direct ? "direct" : "staged");
                 }
             }
         }
@@ -408,7 +467,7 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
 
 /* Random launches: every rank's plan for every budget checked on its own and against its
  * peers', then the whole launch run through simulated rings of every shape (each with another
- * budget's blocks). */
+ * budget's blocks), and tile to tile as the direct path runs it. */
 static void test_launch_protocol(void **state)
 {
     (void)state;
@@ -437,7 +496,8 @@ static void test_launch_protocol(void **state)
                                                     &plans[b][r]));
                 check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[c].slice, rings[c].channels);
             }
-            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels);
+            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels, 0);
+            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels, 1);
         }
         tiles_free(&l, &t);
     }
