@@ -203,10 +203,12 @@ int main(int argc, char **argv)
         add(l, "post_attention_norm", NORM, HIDDEN, 1);
     }
 
-    /* The plan: M2N staging of 4 slices of 64 KiB from every source rank (a tensor larger than
-     * a slice moves in several rounds), and room for the whole model in one group. */
+    /* The plan: M2N staging of 256 KiB from every source rank (two channels of four 32 KiB
+     * slices on the ring, docs/m2n.md "Memory": a tensor larger than that moves in several
+     * rounds; 16 MiB per source gives the ring its full 128 channels), and room for the whole
+     * model in one group. */
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
-    plan.m2n_staging_bytes = (uint64_t)ranks * 4 * (64u << 10);
+    plan.m2n_staging_bytes = (uint64_t)ranks * (256u << 10);
     plan.m2n_max_group_entries = (uint32_t)num_weights;
     ncclxContext_t ctx[MAX_RANKS];
     cudaStream_t stream[MAX_RANKS];
