@@ -125,8 +125,10 @@ typedef struct {
     uint32_t num_ep_groups; /**< entries in ep_groups */
     uint32_t reserved0;
     const ncclxEpGroupPlan_t *const *ep_groups; /**< one pointer per group (each versioned) */
-    uint64_t m2n_staging_bytes; /**< M2N staging ring per rank (symmetric); 0 = no M2N.  At
-                                     least num_ranks * NCCLX_M2N_MIN_STAGING_PER_RANK */
+    uint64_t m2n_staging_bytes; /**< M2N staging rings per rank (symmetric); 0 = no M2N.  At
+                                     least num_ranks * NCCLX_M2N_MIN_STAGING_PER_RANK; 16 MiB
+                                     per rank of the team gives each source its 128 channels
+                                     (docs/m2n.md, "Memory") */
     void *host_block;        /**< caller memory for the host class, or NULL: libncclx allocates */
     size_t host_block_bytes; /**< size of host_block */
     /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults below). */
@@ -134,7 +136,8 @@ typedef struct {
     uint32_t reserved1;
 } ncclxPlan_t;
 
-/** The least M2N staging per rank of the team: 4 slices of 4 KiB from every source. */
+/** The least M2N staging per rank of the team: one channel of 4 slices of 4 KiB from every
+ *  source. */
 #define NCCLX_M2N_MIN_STAGING_PER_RANK  16384u
 #define NCCLX_M2N_DEFAULT_GROUP_ENTRIES 128u
 #define NCCLX_M2N_MAX_GROUP_ENTRIES     65536u
