@@ -269,12 +269,18 @@ static void check_ends_agree(const launch_t *l, const ncclx_m2n_rank_plan_t *p)
     }
 }
 
-/* kernels/m2n.cu move_span: stream bytes [s0, s1) of pair pr of rank's plan p between its
- * boxes' tiles and `slot` (which holds stream byte s0 at its start), piece by piece; packs when
- * the pair sends, unpacks (counting the writes) when it receives. */
-static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
-                          uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t s0, uint64_t s1,
-                          uint8_t *slot, uint64_t slice)
+/* One piece of a box that a span covers: `n` bytes at piece (a0, a1) of box b, from byte
+ * `in_piece` of the piece, which is byte `at` of the pair's stream. */
+typedef struct {
+    const ncclx_m2n_run_t *b;
+    uint64_t a0, a1, in_piece, at, n;
+} sim_piece_t;
+
+/* kernels/m2n.cu's walk of stream bytes [s0, s1) of pair pr (rank plan p): every piece of every
+ * box it covers, in stream order. */
+static void sim_for_each_piece(const ncclx_m2n_rank_plan_t *p, const ncclx_m2n_pair_t *pr,
+                               uint64_t s0, uint64_t s1, void (*fn)(const sim_piece_t *, void *),
+                               void *arg)
 {
     for (uint32_t bi = pr->first_box; bi < pr->first_box + pr->num_boxes; bi++) {
         const ncclx_m2n_run_t *b = &p->boxes[bi];
@@ -285,28 +291,84 @@ static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_pl
         }
         const uint64_t p0 = lo - b->begin, p1 = hi - b->begin;
         const uint64_t k0 = p0 / b->run, k1 = (p1 - 1) / b->run;
-        const uint64_t size = pr->send ? l->s[b->entry].local_bytes : l->d[b->entry].local_bytes;
-        uint8_t *tile = pr->send ? t->src[rank][b->entry] : t->dst[rank][b->entry];
-        assert_non_null(tile);
         for (uint64_t k = k0; k <= k1; k++) {
             const uint64_t from = k == k0 ? p0 : k * b->run;
             const uint64_t to = k == k1 ? p1 : (k + 1) * b->run;
-            const uint64_t a1 = k % b->pieces[1], a0 = k / b->pieces[1];
-            const uint64_t at =
-                b->offset + a0 * b->stride[0] + a1 * b->stride[1] + (from - k * b->run);
-            const uint64_t in = b->begin + from - s0;
-            assert_true(at + (to - from) <= size);
-            assert_true(in + (to - from) <= slice);
-            if (pr->send) {
-                memcpy(slot + in, tile + at, to - from);
-            } else {
-                memcpy(tile + at, slot + in, to - from);
-                for (uint64_t y = 0; y < to - from; y++) {
-                    t->writes[rank][b->entry][at + y]++;
-                }
-            }
+            const sim_piece_t piece = {
+                b,        k / b->pieces[1], k % b->pieces[1], from - k * b->run, b->begin + from,
+                to - from};
+            fn(&piece, arg);
         }
     }
+}
+
+/* What a span moves and where: the launch, tiles, this end's rank and pair, and the slot (ring
+ * path) that holds stream byte s0 at its start. */
+typedef struct {
+    const launch_t *l;
+    tiles_t *t;
+    uint32_t rank;
+    const ncclx_m2n_pair_t *pr;
+    uint8_t *slot;
+    uint64_t s0, slice;
+} sim_span_t;
+
+static void sim_count_writes(tiles_t *t, uint32_t rank, uint32_t entry, uint64_t at, uint64_t n)
+{
+    for (uint64_t y = 0; y < n; y++) {
+        t->writes[rank][entry][at + y]++;
+    }
+}
+
+/* kernels/m2n.cu move_span, one piece: packs into the slot when the pair sends, unpacks from it
+ * (counting the writes) when it receives. */
+static void sim_ring_piece(const sim_piece_t *x, void *arg)
+{
+    const sim_span_t *w = arg;
+    const ncclx_m2n_run_t *b = x->b;
+    const uint64_t size =
+        w->pr->send ? w->l->s[b->entry].local_bytes : w->l->d[b->entry].local_bytes;
+    uint8_t *tile = w->pr->send ? w->t->src[w->rank][b->entry] : w->t->dst[w->rank][b->entry];
+    const uint64_t at = b->offset + x->a0 * b->stride[0] + x->a1 * b->stride[1] + x->in_piece;
+    const uint64_t in = x->at - w->s0;
+    assert_non_null(tile);
+    assert_true(at + x->n <= size);
+    assert_true(in + x->n <= w->slice);
+    if (w->pr->send) {
+        memcpy(w->slot + in, tile + at, x->n);
+    } else {
+        memcpy(tile + at, w->slot + in, x->n);
+        sim_count_writes(w->t, w->rank, b->entry, at, x->n);
+    }
+}
+
+/* kernels/m2n.cu move_span_direct, one piece: from the source's tile (its side of the box from
+ * this end's peer_offset and peer_stride) into this rank's, counting the writes. */
+static void sim_direct_piece(const sim_piece_t *x, void *arg)
+{
+    const sim_span_t *w = arg;
+    const ncclx_m2n_run_t *b = x->b;
+    const uint8_t *from_tile = w->t->src[w->pr->peer][b->entry];
+    uint8_t *tile = w->t->dst[w->rank][b->entry];
+    const uint64_t at = b->offset + x->a0 * b->stride[0] + x->a1 * b->stride[1] + x->in_piece;
+    const uint64_t src_at =
+        b->peer_offset + x->a0 * b->peer_stride[0] + x->a1 * b->peer_stride[1] + x->in_piece;
+    assert_non_null(from_tile);
+    assert_non_null(tile);
+    assert_true(at + x->n <= w->l->d[b->entry].local_bytes);
+    assert_true(src_at + x->n <= w->l->s[b->entry].local_bytes);
+    memcpy(tile + at, from_tile + src_at, x->n);
+    sim_count_writes(w->t, w->rank, b->entry, at, x->n);
+}
+
+/* Stream bytes [s0, s1) of pair pr of rank's plan p: through `slot` (the ring), or tile to tile
+ * when slot is NULL (the direct path, receiving pairs only). */
+static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
+                          uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t s0, uint64_t s1,
+                          uint8_t *slot, uint64_t slice)
+{
+    sim_span_t w = {l, t, rank, pr, slot, s0, slice};
+    sim_for_each_piece(p, pr, s0, s1, slot != NULL ? sim_ring_piece : sim_direct_piece, &w);
 }
 
 /* Rounds [j0, j1) of every channel of pair pr (rank's end), each channel worked by the block
@@ -332,44 +394,6 @@ static void sim_move_rounds(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_
                 assert_true(k < slices);
                 assert_true(at + slice <= ring);
                 sim_move_span(l, t, p, rank, pr, lo, lo + len, staging + at, slice);
-            }
-        }
-    }
-}
-
-/* kernels/m2n.cu move_span_direct: stream bytes [s0, s1) of receiving pair pr of rank's plan p
- * copied from the source's tile (its side of each box from this end's peer_offset and
- * peer_stride) into this rank's, counting the writes. */
-static void sim_move_span_direct(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
-                                 uint32_t rank, const ncclx_m2n_pair_t *pr, uint64_t s0,
-                                 uint64_t s1)
-{
-    for (uint32_t bi = pr->first_box; bi < pr->first_box + pr->num_boxes; bi++) {
-        const ncclx_m2n_run_t *b = &p->boxes[bi];
-        const uint64_t lo = s0 > b->begin ? s0 : b->begin;
-        const uint64_t hi = s1 < b->begin + b->bytes ? s1 : b->begin + b->bytes;
-        if (lo >= hi) {
-            continue;
-        }
-        const uint64_t p0 = lo - b->begin, p1 = hi - b->begin;
-        const uint64_t k0 = p0 / b->run, k1 = (p1 - 1) / b->run;
-        const uint8_t *from_tile = t->src[pr->peer][b->entry];
-        uint8_t *tile = t->dst[rank][b->entry];
-        assert_non_null(from_tile);
-        assert_non_null(tile);
-        for (uint64_t k = k0; k <= k1; k++) {
-            const uint64_t from = k == k0 ? p0 : k * b->run;
-            const uint64_t to = k == k1 ? p1 : (k + 1) * b->run;
-            const uint64_t a1 = k % b->pieces[1], a0 = k / b->pieces[1];
-            const uint64_t in_piece = from - k * b->run;
-            const uint64_t at = b->offset + a0 * b->stride[0] + a1 * b->stride[1] + in_piece;
-            const uint64_t src_at =
-                b->peer_offset + a0 * b->peer_stride[0] + a1 * b->peer_stride[1] + in_piece;
-            assert_true(at + (to - from) <= l->d[b->entry].local_bytes);
-            assert_true(src_at + (to - from) <= l->s[b->entry].local_bytes);
-            memcpy(tile + at, from_tile + src_at, to - from);
-            for (uint64_t y = 0; y < to - from; y++) {
-                t->writes[rank][b->entry][at + y]++;
             }
         }
     }
@@ -405,7 +429,7 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
                     for (uint64_t x = c; x < slices; x += in->channels) {
                         const uint64_t lo = x * slice;
                         const uint64_t hi = lo + slice < in->bytes ? lo + slice : in->bytes;
-                        sim_move_span_direct(l, t, &p[r], r, in, lo, hi);
+                        sim_move_span(l, t, &p[r], r, in, lo, hi, NULL, slice);
                     }
                 }
             }
