@@ -69,6 +69,11 @@ grep -qE "^ncclx-info: $nogpu_re" "$tmp/info.err" ||
 "$tools/ncclx-plan" --ranks 8 >"$tmp/plan.out" 2>"$tmp/plan.err"
 check plan $? 0
 grep -q "^ *8 " "$tmp/plan.out" || { echo "FAIL: plan: no row for 8 ranks"; fail=$((fail + 1)); }
+# 64 MiB of M2N staging on 8 ranks: 8 MiB per source, 64 channels of 32 KiB (docs/m2n.md).
+"$tools/ncclx-plan" --ranks 8 --ll-tokens 0 --m2n 67108864 --regions >"$tmp/m2n.out" 2>&1
+check plan-m2n $? 0
+grep -q "^# M2N ring per source rank: 64 channel(s) of 4 x 32768-byte slices (8388608 of the 8388608" \
+    "$tmp/m2n.out" || { echo "FAIL: plan --m2n: no ring line"; cat "$tmp/m2n.out"; fail=$((fail + 1)); }
 "$tools/ncclx-info" --env >"$tmp/env.out" 2>"$tmp/env.err"
 check env $? 0
 grep -q "^NCCLX_DEBUG " "$tmp/env.out" || { echo "FAIL: info --env: no NCCLX_DEBUG"; fail=$((fail + 1)); }

@@ -16,6 +16,8 @@
 
 #include <ncclx.h>
 
+#include "m2n_ring.h" /* kernels/: the ring a plan gets */
+
 typedef struct {
     uint32_t experts, hidden, topk, ll_tokens, ht_tokens, ht_recv, handles, nodes;
     uint32_t ranks; /* 0: sweep 8..64 */
@@ -198,6 +200,15 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
            mib(sizes.per_handle[NCCLX_MEM_DEVICE]));
     if (o->regions) {
         printf("\n");
+        if (o->m2n_bytes != 0) {
+            uint64_t slice;
+            uint32_t channels;
+            ncclx_m2n_ring_shape(o->m2n_bytes, ranks, &slice, &channels);
+            printf("# M2N ring per source rank: %u channel(s) of %u x %" PRIu64 "-byte slices "
+                   "(%" PRIu64 " of the %" PRIu64 " staging bytes each source gets)\n",
+                   channels, NCCLX_M2N_DEPTH, slice, (uint64_t)channels * NCCLX_M2N_DEPTH * slice,
+                   o->m2n_bytes / ranks);
+        }
         return ncclxPlanPrint(&plan, &team, stdout) == ncclxSuccess;
     }
     return 1;
