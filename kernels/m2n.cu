@@ -68,6 +68,28 @@ __device__ __forceinline__ const void **src_tiles(char *base, const ncclx_m2n_la
                                            ncclx_m2n_signal_words(l.channels) * l.ranks);
 }
 
+// Acquire and release at the narrowest scope that holds every rank of the context: the GPU
+// when all of them are on this one (a loopback team), else the system (peers on other GPUs).
+__device__ __forceinline__ u64 ld_acquire(const ncclx_m2n_launch_t &l, const u64 *p)
+{
+    u64 v;
+    if (l.one_gpu) {
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    } else {
+        v = ld_acquire_sys(p);
+    }
+    return v;
+}
+
+__device__ __forceinline__ void st_release(const ncclx_m2n_launch_t &l, u64 *p, u64 v)
+{
+    if (l.one_gpu) {
+        asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    } else {
+        st_release_sys(p, v);
+    }
+}
+
 // After a wait timed out the ranks' counters no longer agree: nothing is exchanged again.
 __device__ __forceinline__ bool halted(const ncclx_m2n_launch_t &l)
 {
@@ -84,7 +106,7 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
     u64 start = 0;
     for (unsigned spins = 0;; spins++) {
         if (pred(load_volatile(p))) {
-            const u64 v = ld_acquire_sys(p);
+            const u64 v = ld_acquire(l, p);
             if (pred(v)) {
                 *seen = v;
                 return true;
@@ -275,7 +297,7 @@ __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pa
         const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
         if (pr.send) {
             if (threadIdx.x == 0) {
-                st_release_sys(post_words + c, need);
+                st_release(l, post_words + c, need);
             }
             continue;
         }
@@ -295,7 +317,7 @@ __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pa
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            st_release_sys(post_words + c, need); // every read of the source's tile came first
+            st_release(l, post_words + c, need); // every read of the source's tile came first
             *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
         }
     }
@@ -386,9 +408,9 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
                       ring + ncclx_m2n_slot(source, c, j, l.channels, l.slice));
             __syncthreads();
             if (threadIdx.x == 0) {
-                // Release at system scope: the block's writes (pack) or reads (unpack) of the
-                // slot, ordered before it by the barrier, come first.
-                st_release_sys(post_words + c, base[i] + j + 1);
+                // Release: the block's writes (pack) or reads (unpack) of the slot, ordered
+                // before it by the barrier, come first.
+                st_release(l, post_words + c, base[i] + j + 1);
                 if (j + 1 == ncclx_m2n_channel_rounds(slices, c, C)) {
                     *reinterpret_cast<volatile u64 *>(&counts[c]) = base[i] + j + 1;
                 }
@@ -424,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         __syncthreads();
         for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
-            st_release_sys(votes(base_of(l, r), l, parity) + l.rank, ((u64)tag << 32) | l.word);
+            st_release(l, votes(base_of(l, r), l, parity) + l.rank, ((u64)tag << 32) | l.word);
         }
     }
     for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {

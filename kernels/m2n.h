@@ -68,6 +68,8 @@ typedef struct {
     unsigned long long slice; /* bytes of one round of a channel */
     unsigned int channels;    /* of a source's ring (m2n_ring.h) */
     int direct;               /* tile to tile (every rank on this GPU), no ring */
+    int one_gpu;              /* every rank on this GPU: gpu-scope acquire and release */
+    int reserved2;
     unsigned long long timeout_ns;
     void *const *peers;                  /* device: symmetric arena base of each rank */
     size_t staging, signals;             /* offsets in the symmetric arena */

@@ -116,6 +116,7 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
         l->slice = m->slice;
         l->channels = m->channels;
         l->direct = m->direct;
+        l->one_gpu = ctx->loopback != NULL;
         l->timeout_ns = timeout_ns;
         l->peers = (void *const *)ctx->peer_table;
         l->staging = r->m2n_staging;
