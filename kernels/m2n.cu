@@ -213,12 +213,13 @@ __device__ __forceinline__ int first_box_after(const ncclx_m2n_launch_t &l,
     return lo;
 }
 
-// Moves stream bytes [s0, s1) of pair pr between its boxes and `slot` (which holds stream byte
-// s0 at its start): packs when the pair sends, unpacks when it receives.  A box is walked piece
-// by piece (a piece: `run` bytes contiguous in the tile); short pieces go to warps in turn,
-// long ones to the whole block.
-__device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr, u64 s0,
-                          u64 s1, char *slot)
+// Calls f(bi, a0, a1, from, to, lane, width) for every piece of pair pr's boxes that stream
+// bytes [s0, s1) touch: box bi's positions [from, to) of its piece (a0, a1) (a piece: `run`
+// bytes contiguous in the tile), which `width` threads (this one is `lane`) copy.  Short
+// pieces go to warps in turn, long ones to the whole block.
+template <typename F>
+__device__ __forceinline__ void for_each_piece(const ncclx_m2n_launch_t &l,
+                                               const ncclx_m2n_pair_desc_t &pr, u64 s0, u64 s1, F f)
 {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (int bi = first_box_after(l, pr, s0);
@@ -234,20 +235,29 @@ __device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc
         const u64 k0 = p0 / b.run, k1 = (p1 - 1) / b.run;
         const bool by_warp = b.run <= kWarpPiece;
         for (u64 k = k0 + (by_warp ? warp : 0); k <= k1; k += by_warp ? warps : 1) {
-            const u64 from = k == k0 ? p0 : k * b.run;
-            const u64 to = k == k1 ? p1 : (k + 1) * b.run;
-            const u64 a1 = k % b.pieces1, a0 = k / b.pieces1;
-            char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + (from - k * b.run);
-            char *s = slot + (b.begin + from - s0);
-            const unsigned lane_of = by_warp ? lane : threadIdx.x;
-            const unsigned width = by_warp ? 32 : blockDim.x;
-            if (pr.send) {
-                span_copy<kPack>(s, t, to - from, lane_of, width);
-            } else {
-                span_copy<kUnpack>(t, s, to - from, lane_of, width);
-            }
+            f(bi, k / b.pieces1, k % b.pieces1, k == k0 ? p0 : k * b.run,
+              k == k1 ? p1 : (k + 1) * b.run, by_warp ? lane : threadIdx.x,
+              by_warp ? 32u : blockDim.x);
         }
     }
+}
+
+// Moves stream bytes [s0, s1) of pair pr between its boxes and `slot` (which holds stream byte
+// s0 at its start): packs when the pair sends, unpacks when it receives.
+__device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr, u64 s0,
+                          u64 s1, char *slot)
+{
+    for_each_piece(l, pr, s0, s1,
+                   [&](int bi, u64 a0, u64 a1, u64 from, u64 to, unsigned lane, unsigned width) {
+                       const ncclx_m2n_box_desc_t &b = l.boxes[bi];
+                       char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + from % b.run;
+                       char *s = slot + (b.begin + from - s0);
+                       if (pr.send) {
+                           span_copy<kPack>(s, t, to - from, lane, width);
+                       } else {
+                           span_copy<kUnpack>(t, s, to - from, lane, width);
+                       }
+                   });
 }
 
 // The direct path's move_span: stream bytes [s0, s1) of receiving pair pr straight from the
@@ -255,92 +265,59 @@ __device__ void move_span(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc
 __device__ void move_span_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
                                  u64 s0, u64 s1, const void *const *tiles)
 {
-    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (int bi = first_box_after(l, pr, s0);
-         bi < pr.first_box + pr.num_boxes && l.boxes[bi].begin < s1; bi++) {
-        const ncclx_m2n_box_desc_t &b = l.boxes[bi];
-        const u64 lo = s0 > b.begin ? s0 : b.begin;
-        const u64 hi = s1 < b.begin + b.bytes ? s1 : b.begin + b.bytes;
-        // Written before the source's vote, which every block acquired; volatile: the table
-        // held another launch's tiles before, which L1 may still have.
-        const char *src = static_cast<const char *>(load_volatile(&tiles[b.entry])) + b.peer_offset;
-        const u64 p0 = lo - b.begin, p1 = hi - b.begin;
-        const u64 k0 = p0 / b.run, k1 = (p1 - 1) / b.run;
-        const bool by_warp = b.run <= kWarpPiece;
-        for (u64 k = k0 + (by_warp ? warp : 0); k <= k1; k += by_warp ? warps : 1) {
-            const u64 from = k == k0 ? p0 : k * b.run;
-            const u64 to = k == k1 ? p1 : (k + 1) * b.run;
-            const u64 a1 = k % b.pieces1, a0 = k / b.pieces1, in_piece = from - k * b.run;
-            char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + in_piece;
-            const char *f = src + a0 * b.peer_stride0 + a1 * b.peer_stride1 + in_piece;
-            span_copy<kDirect>(t, f, to - from, by_warp ? lane : threadIdx.x,
-                               by_warp ? 32 : blockDim.x);
-        }
-    }
+    int entry = -1;
+    const char *src = nullptr;
+    for_each_piece(l, pr, s0, s1,
+                   [&](int bi, u64 a0, u64 a1, u64 from, u64 to, unsigned lane, unsigned width) {
+                       const ncclx_m2n_box_desc_t &b = l.boxes[bi];
+                       if (b.entry != entry) {
+                           // Written before the source's vote, which every block acquired;
+                           // volatile: the table held another launch's tiles before, which L1
+                           // may still have.
+                           entry = b.entry;
+                           src = static_cast<const char *>(load_volatile(&tiles[entry]));
+                       }
+                       char *t = b.tile + a0 * b.stride0 + a1 * b.stride1 + from % b.run;
+                       const char *f = src + b.peer_offset + a0 * b.peer_stride0 +
+                                       a1 * b.peer_stride1 + from % b.run;
+                       span_copy<kDirect>(t, f, to - from, lane, width);
+                   });
 }
 
-// The direct path for this block's channels of pair pr (base[] holds their counts).  The
-// source raises filled by every channel's rounds at once (its tile is ready: its stream
-// reached this launch), then waits until the destination has raised freed as far, so that
-// its tile does not change while it is read.  The destination copies each channel's slices
-// tile to tile once filled says so, then raises freed.  The counters end where the ring would
-// leave them, so both paths may follow each other on one context.
+// The direct path for this block (part `first` of pr.blocks) and its channels of pair pr
+// (base[] holds their counts).  A receiving block copies its run of the stream tile to tile
+// (the vote said that the source's tile is ready) and then raises freed of its channels; the
+// source's block raises filled of every channel alike (the ring's bookkeeping) and waits until
+// freed says that every channel's reader is done, so that its tile does not change while it is
+// read.  The counters end where the ring would leave them, so both paths may follow each other
+// on one context.
 __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
                                  const u64 *base, unsigned first, unsigned step, unsigned mine,
                                  u64 slices, const u64 *wait_words, u64 *post_words, u64 *counts)
 {
-    __shared__ int ok;
     const unsigned C = (unsigned)pr.channels;
-    const void *const *tiles = src_tiles(base_of(l, pr.peer), l);
-    for (unsigned i = 0; i < mine; i++) {
+    if (!pr.send) {
+        uint64_t lo, hi;
+        ncclx_m2n_direct_range(pr.bytes, l.slice, (unsigned)pr.blocks, first, &lo, &hi);
+        if (lo < hi) {
+            move_span_direct(l, pr, lo, hi, src_tiles(base_of(l, pr.peer), l));
+        }
+        __syncthreads(); // every read of the source's tile comes before the release below
+    }
+    int ok = 1;
+    for (unsigned i = threadIdx.x; i < mine; i += blockDim.x) {
         const unsigned c = first + i * step;
         const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
-        if (pr.send) {
-            if (threadIdx.x == 0) {
-                st_release(l, post_words + c, need);
-            }
-            continue;
+        st_release(l, post_words + c, need);
+        u64 seen;
+        if (pr.send && !wait_for(
+                           l, wait_words + c, [need](u64 v) { return v >= need; }, &seen)) {
+            ok = 0;
+            break;
         }
-        if (threadIdx.x == 0) {
-            u64 seen;
-            ok = wait_for(
-                l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
-        }
-        __syncthreads();
-        if (!ok) {
-            return false;
-        }
-        for (u64 k = c; k < slices; k += C) {
-            const u64 lo = k * l.slice;
-            const u64 len = pr.bytes - lo < l.slice ? pr.bytes - lo : l.slice;
-            move_span_direct(l, pr, lo, lo + len, tiles);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            st_release(l, post_words + c, need); // every read of the source's tile came first
-            *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
-        }
+        *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
     }
-    if (pr.send) {
-        if (threadIdx.x == 0) {
-            ok = 1;
-            for (unsigned i = 0; i < mine && ok; i++) {
-                const unsigned c = first + i * step;
-                const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
-                u64 seen;
-                ok = wait_for(
-                    l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
-                if (ok) {
-                    *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
-                }
-            }
-        }
-        __syncthreads();
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
+    return __syncthreads_and(ok) != 0;
 }
 
 // This block's channels of pair p (channels part, part + blocks, ... of the pair's), round by

@@ -18,10 +18,12 @@
  * since init, the bases of filled and freed.
  *
  * The direct path (every rank on one GPU, so every tile is addressable by every rank) keeps the
- * channels and their counters but no ring: the destination's block of channel c copies the
- * channel's slices from the source's tile into its own, then raises freed by the channel's
- * rounds; the source's block raises filled by the same at its start and waits for freed
- * before its launch ends (the source tile must not change while it is read).
+ * channels and their counters but no ring.  The source's vote already says that its tile is
+ * ready, so no destination waits for filled: block `part` of a receiving pair copies its
+ * contiguous run of whole slices (ncclx_m2n_direct_range) from the source's tile into its own,
+ * then raises freed of its channels by their rounds.  The source's one block of the pair raises
+ * filled by the same (so that both paths leave the counters alike) and waits for freed of every
+ * channel before its launch ends (the source tile must not change while it is read).
  */
 #ifndef NCCLX_KERNELS_M2N_RING_H_
 #define NCCLX_KERNELS_M2N_RING_H_
@@ -106,6 +108,18 @@ NCCLX_RING_FN uint32_t ncclx_m2n_pair_channels(uint64_t bytes, uint64_t slice, u
 NCCLX_RING_FN uint64_t ncclx_m2n_channel_rounds(uint64_t slices, uint32_t c, uint32_t pair_channels)
 {
     return slices > c ? (slices - c + pair_channels - 1) / pair_channels : 0;
+}
+
+/* The direct path: the stream bytes [*lo, *hi) that block `part` of a receiving pair's `blocks`
+ * copies, whole slices in one contiguous run (one long copy per block, not one per slice), the
+ * runs of parts 0 .. blocks - 1 end to end over the stream. */
+NCCLX_RING_FN void ncclx_m2n_direct_range(uint64_t bytes, uint64_t slice, uint32_t blocks,
+                                          uint32_t part, uint64_t *lo, uint64_t *hi)
+{
+    const uint64_t slices = ncclx_m2n_slices(bytes, slice);
+    const uint64_t a = slices * part / blocks, b = slices * (part + 1) / blocks;
+    *lo = a * slice < bytes ? a * slice : bytes;
+    *hi = b * slice < bytes ? b * slice : bytes;
 }
 
 /* Byte offset, in the destination's staging, of the slot that round `round` (counted in this

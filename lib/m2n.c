@@ -356,7 +356,7 @@ static ncclxResult_t ncclx_m2n_enqueue(struct ncclx_m2n *m, const ncclx_m2n_chec
          * launch still goes out, voting the call down, so that the ranks stay in step. */
         const ncclxResult_t planned =
             ncclx_m2n_plan_rank(m->src_geom, m->dst_geom, n, m->rank, m->ranks, m->slice,
-                                m->channels, (uint32_t)m->ctx->blocks, m->edges, p);
+                                m->channels, (uint32_t)m->ctx->blocks, m->direct, m->edges, p);
         if (planned != ncclxSuccess) {
             char message[512];
             snprintf(message, sizeof(message), "%s", ncclxGetLastError());

@@ -401,8 +401,10 @@ static ncclxResult_t ncclx_m2n_find_pair(ncclx_m2n_rank_plan_t *o, uint32_t peer
 }
 
 /* One block per pair, the rest of the budget shared by bytes (no pair more blocks than
- * channels); or, with more pairs than the budget, pair k on block k % budget. */
-static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
+ * channels); or, with more pairs than the budget, pair k on block k % budget.  direct: a
+ * sending pair only signals (its destination copies), so it keeps its one block and the rest
+ * goes to the receiving pairs. */
+static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget, int direct)
 {
     const uint32_t n = o->num_pairs;
     uint64_t total = 0;
@@ -421,10 +423,11 @@ static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
         return;
     }
     for (uint32_t k = 0; k < n; k++) {
-        total += o->pairs[k].bytes;
+        total += direct && o->pairs[k].send ? 0 : o->pairs[k].bytes;
     }
     for (uint32_t k = 0; k < n; k++) {
-        const double share = total ? (double)o->pairs[k].bytes / (double)total : 0.0;
+        const uint64_t bytes = direct && o->pairs[k].send ? 0 : o->pairs[k].bytes;
+        const double share = total ? (double)bytes / (double)total : 0.0;
         o->pairs[k].first_block = cursor;
         const uint32_t blocks = 1 + (uint32_t)((double)(budget - n) * share);
         o->pairs[k].blocks = blocks < o->pairs[k].channels ? blocks : o->pairs[k].channels;
@@ -435,7 +438,7 @@ static void ncclx_m2n_assign_blocks(ncclx_m2n_rank_plan_t *o, uint32_t budget)
 
 ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
                                   uint32_t rank, uint32_t world, uint64_t slice, uint32_t channels,
-                                  uint32_t budget, ncclx_m2n_edge_t *scratch,
+                                  uint32_t budget, int direct, ncclx_m2n_edge_t *scratch,
                                   ncclx_m2n_rank_plan_t *out)
 {
     ncclx_m2n_rank_plan_t *o = out;
@@ -506,6 +509,6 @@ ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geo
         o->pairs[p].bytes = at;
         o->pairs[p].channels = ncclx_m2n_pair_channels(at, slice, channels);
     }
-    ncclx_m2n_assign_blocks(o, budget);
+    ncclx_m2n_assign_blocks(o, budget, direct);
     return ncclxSuccess;
 }

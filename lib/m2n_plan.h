@@ -155,15 +155,16 @@ typedef struct {
  * rank's part of a launch of n tensors (s[e] into d[e]) in a context of world ranks whose ring
  * (kernels/m2n_ring.h) has slices of `slice` bytes and `channels` channels per source, with
  * `budget` blocks: every pair gets one block and the rest are shared in proportion to the
- * pairs' bytes, no pair more blocks than it has channels; with more pairs than the budget, pair
- * k goes to block k % budget.  scratch
+ * pairs' bytes (with direct, the direct path's grid: the receiving pairs' bytes only), no pair
+ * more blocks than it has channels; with more pairs than the budget, pair k goes to block
+ * k % budget.  scratch
  * holds NCCLX_M2N_MAX_TRANSFERS edges.  ncclxResourceExhausted naming NCCLX_M2N_MAX_TRANSFERS
  * or NCCLX_M2N_MAX_PEERS when the launch does not fit (*out is then partly written: the
  * caller must not use it).
  */
 ncclxResult_t ncclx_m2n_plan_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t n,
                                   uint32_t rank, uint32_t world, uint64_t slice, uint32_t channels,
-                                  uint32_t budget, ncclx_m2n_edge_t *scratch,
+                                  uint32_t budget, int direct, ncclx_m2n_edge_t *scratch,
                                   ncclx_m2n_rank_plan_t *out);
 
 #endif /* NCCLX_LIB_M2N_PLAN_H_ */

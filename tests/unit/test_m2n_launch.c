@@ -159,7 +159,7 @@ static uint32_t pair_of(const ncclx_m2n_rank_plan_t *p, uint32_t peer, uint32_t 
  * channels; as many boxes as the schedules have edges, no more than the launch bound that
  * lib/m2n.c cuts groups by. */
 static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, uint32_t rank,
-                            uint32_t budget, uint64_t slice, uint32_t channels)
+                            uint32_t budget, uint64_t slice, uint32_t channels, int direct)
 {
     const uint32_t grid = budget < 2 ? 2 : budget;
     uint32_t edges = 0, bound = 0, first = 0, blocks = 0;
@@ -203,6 +203,9 @@ static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, u
         assert_int_equal(pr->channels, ncclx_m2n_pair_channels(end, slice, channels));
         assert_true(pr->channels >= 1 && pr->channels <= channels);
         assert_true(pr->blocks <= pr->channels);
+        if (direct && pr->send) {
+            assert_int_equal(pr->blocks, 1); /* the direct path's source only signals */
+        }
     }
     assert_int_equal(first, p->num_boxes);
     if (p->num_pairs == 0) {
@@ -423,16 +426,18 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
         /* The direct path: every receiving channel's slices straight from the source's tile. */
         for (uint32_t k = 0; k < p[r].num_pairs; k++) {
             const ncclx_m2n_pair_t *in = &p[r].pairs[k];
-            const uint64_t slices = ncclx_m2n_slices(in->bytes, slice);
+            uint64_t end = 0;
             for (uint32_t part = 0; part < in->blocks && !in->send; part++) {
-                for (uint32_t c = part; c < in->channels; c += in->blocks) {
-                    for (uint64_t x = c; x < slices; x += in->channels) {
-                        const uint64_t lo = x * slice;
-                        const uint64_t hi = lo + slice < in->bytes ? lo + slice : in->bytes;
-                        sim_move_span(l, t, &p[r], r, in, lo, hi, NULL, slice);
-                    }
+                uint64_t lo, hi;
+                ncclx_m2n_direct_range(in->bytes, slice, in->blocks, part, &lo, &hi);
+                assert_int_equal(lo, end); /* the blocks' runs end to end, whole slices */
+                assert_true(lo == hi || lo % slice == 0);
+                if (lo < hi) {
+                    sim_move_span(l, t, &p[r], r, in, lo, hi, NULL, slice);
                 }
+                end = hi;
             }
+            assert_true(in->send || end == in->bytes);
         }
     }
     for (uint32_t r = 0; r < l->world && !direct; r++) {
@@ -502,9 +507,10 @@ static void test_launch_protocol(void **state)
         for (uint32_t b = 0; b < NUM_BUDGETS; b++) {
             for (uint32_t r = 0; r < l.world; r++) {
                 assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, rings[0].slice,
-                                                    rings[0].channels, budgets[b], plan_scratch,
+                                                    rings[0].channels, budgets[b], 0, plan_scratch,
                                                     &plans[b][r]));
-                check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[0].slice, rings[0].channels);
+                check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[0].slice, rings[0].channels,
+                                0);
                 if (b > 0) {
                     check_same_but_blocks(&plans[0][r], &plans[b][r]);
                 }
@@ -514,14 +520,16 @@ static void test_launch_protocol(void **state)
         tiles_alloc(&l, &t);
         for (uint32_t c = 0; c < NUM_RINGS; c++) {
             const uint32_t b = ((uint32_t)it + c) % NUM_BUDGETS;
-            for (uint32_t r = 0; r < l.world; r++) {
-                assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, rings[c].slice,
-                                                    rings[c].channels, budgets[b], plan_scratch,
-                                                    &plans[b][r]));
-                check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[c].slice, rings[c].channels);
+            for (int direct = 0; direct < 2; direct++) {
+                for (uint32_t r = 0; r < l.world; r++) {
+                    assert_ncclx_ok(ncclx_m2n_plan_rank(l.s, l.d, l.n, r, l.world, rings[c].slice,
+                                                        rings[c].channels, budgets[b], direct,
+                                                        plan_scratch, &plans[b][r]));
+                    check_rank_plan(&l, &plans[b][r], r, budgets[b], rings[c].slice,
+                                    rings[c].channels, direct);
+                }
+                run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels, direct);
             }
-            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels, 0);
-            run_launch(&l, &t, plans[b], rings[c].slice, rings[c].channels, 1);
         }
         tiles_free(&l, &t);
     }
@@ -676,6 +684,45 @@ static void test_transfer_bound(void **state)
     }
 }
 
+/* The grid of the direct path: a sending pair keeps one block (it only signals) and the
+ * receiving pairs take the rest by bytes; the ring's grid shares the budget by bytes among
+ * every pair. */
+static void test_direct_blocks(void **state)
+{
+    (void)state;
+    static ncclx_m2n_geom_t s, d;
+    static ncclx_m2n_rank_plan_t p;
+    ncclx_m2n_side_t src = line_side(0, 1, 0), dst = line_side(1, 1, 0);
+    src.local_shape[0] = dst.local_shape[0] = 1u << 20; /* 256 slices of 4 KiB: 128 channels */
+    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 2, &s));
+    assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 2, &d));
+    for (int direct = 0; direct < 2; direct++) {
+        /* A copy from rank 0 to rank 1, 132 blocks each. */
+        assert_ncclx_ok(
+            ncclx_m2n_plan_rank(&s, &d, 1, 0, 2, 4096, 128, 132, direct, plan_scratch, &p));
+        assert_int_equal(p.num_pairs, 1);
+        assert_int_equal(p.pairs[0].channels, 128);
+        assert_int_equal(p.blocks, direct ? 1 : 128);
+        assert_ncclx_ok(
+            ncclx_m2n_plan_rank(&s, &d, 1, 1, 2, 4096, 128, 132, direct, plan_scratch, &p));
+        assert_int_equal(p.blocks, 128);
+    }
+    /* A self copy (a one-rank context): a send and a receive on one rank. */
+    src = line_side(0, 1, 0);
+    src.local_shape[0] = 1u << 20;
+    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 1, &s));
+    for (int direct = 0; direct < 2; direct++) {
+        assert_ncclx_ok(
+            ncclx_m2n_plan_rank(&s, &s, 1, 0, 1, 4096, 128, 132, direct, plan_scratch, &p));
+        assert_int_equal(p.num_pairs, 2);
+        for (uint32_t k = 0; k < 2; k++) {
+            /* Staged: 1 + 130 / 2 each; direct: the receive 1 + 130, at most its 128 channels. */
+            const uint32_t want = direct ? (p.pairs[k].send ? 1 : 128) : 66;
+            assert_int_equal(p.pairs[k].blocks, want);
+        }
+    }
+}
+
 /* A launch beyond the per-launch arrays is refused, naming the bound: 33 tensors of one source
  * replicated to 8 (264 sends on the source, 256 fit), and one source replicated to 69 (69 send
  * pairs, 64 fit). */
@@ -690,13 +737,13 @@ static void test_plan_rank_refusals(void **state)
         assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 9, &s[e]));
         assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 9, &d[e]));
     }
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY - 1, 0, 9, 4096, 1, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY - 1, 0, 9, 4096, 1, 8, 0, plan_scratch, &p));
     assert_int_equal(p.num_boxes, NCCLX_M2N_MAX_TRANSFERS);
     assert_int_equal(p.num_pairs, 8);
-    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, MANY, 0, 9, 4096, 1, 8, plan_scratch, &p),
+    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, MANY, 0, 9, 4096, 1, 8, 0, plan_scratch, &p),
                        ncclxResourceExhausted, "NCCLX_M2N_MAX_TRANSFERS");
     /* A destination has one box per tensor: it fits. */
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY, 3, 9, 4096, 1, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, MANY, 3, 9, 4096, 1, 8, 0, plan_scratch, &p));
     assert_int_equal(p.num_boxes, MANY);
     assert_int_equal(p.num_pairs, 1);
 
@@ -704,15 +751,16 @@ static void test_plan_rank_refusals(void **state)
     dst = line_side(1, 64, 0);
     assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 65, &s[0]));
     assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 65, &d[0]));
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 0, 65, 4096, 1, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 0, 65, 4096, 1, 8, 0, plan_scratch, &p));
     assert_int_equal(p.num_pairs, NCCLX_M2N_MAX_PEERS); /* exactly full */
-    check_rank_plan(&(launch_t){.world = 65, .n = 1, .s = {s[0]}, .d = {d[0]}}, &p, 0, 8, 4096, 1);
+    check_rank_plan(&(launch_t){.world = 65, .n = 1, .s = {s[0]}, .d = {d[0]}}, &p, 0, 8, 4096, 1,
+                    0);
     dst = line_side(1, 69, 0);
     assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 70, &s[0]));
     assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 70, &d[0]));
-    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, 1, 0, 70, 4096, 1, 8, plan_scratch, &p),
+    assert_ncclx_error(ncclx_m2n_plan_rank(s, d, 1, 0, 70, 4096, 1, 8, 0, plan_scratch, &p),
                        ncclxResourceExhausted, "NCCLX_M2N_MAX_PEERS");
-    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 69, 70, 4096, 1, 8, plan_scratch, &p));
+    assert_ncclx_ok(ncclx_m2n_plan_rank(s, d, 1, 69, 70, 4096, 1, 8, 0, plan_scratch, &p));
     assert_int_equal(p.num_pairs, 1);
     assert_int_equal(p.pairs[0].peer, 0);
     assert_int_equal(p.pairs[0].send, 0);
@@ -723,7 +771,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launch_protocol),    cmocka_unit_test(test_ring_shape),
         cmocka_unit_test(test_channel_rounds),     cmocka_unit_test(test_transfer_bound),
-        cmocka_unit_test(test_plan_rank_refusals),
+        cmocka_unit_test(test_plan_rank_refusals), cmocka_unit_test(test_direct_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
