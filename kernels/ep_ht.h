@@ -9,7 +9,10 @@
  *   routing map     [T][W] uint32, W = ceil(E / 32): bit e of row t = this rank's token t
  *                   lists expert e (written by the rank itself, read by every rank)
  *   signals         [NCCLX_EP_HT_SIGNALS][R] uint64: (kind, source rank) = the number of
- *                   the source's last finished step of that kind (written by the source)
+ *                   the source's last finished step of that kind (written by the source),
+ *                   then NCCLX_EP_HT_DIRECT_WORDS uint64 of this rank's own: the caller's
+ *                   buffers that the direct path (every rank on this GPU) writes or reads
+ *                   in place, each behind the number of the operation it belongs to
  *   dispatch rows   [S][payload_bytes]: received rows at their final place
  *   dispatch meta   [S][K] {int32 expert, float weight}: FLAT ids/weights, EM weight in [0]
  *   combine rows    [S][combine_row_bytes]: this rank's expert outputs, pulled by owners
@@ -40,6 +43,18 @@ extern "C" {
 #define NCCLX_EP_HT_SIG_COMBINE_STAGED  4 /* its combine rows of combine n are staged */
 #define NCCLX_EP_HT_SIG_COMBINE_PULLED  5 /* it has read every combine row of combine n */
 #define NCCLX_EP_HT_SIGNALS             6
+/* The direct words after the signals (the direct path, docs/ep-ht.md): written by the rank
+ * itself before it signals the step that lets peers use them. */
+#define NCCLX_EP_HT_DIRECT_WORDS       8
+#define NCCLX_EP_HT_DIRECT_DISPATCH_OP 0 /* the tag of dispatch n: (n + 1) << 24 | its word */
+#define NCCLX_EP_HT_DIRECT_OUT_TOKENS  1 /* its out_tokens, which peers push rows into */
+#define NCCLX_EP_HT_DIRECT_OUT_SCALES  2 /* its out_scales (QUANT_FWD), or NULL */
+#define NCCLX_EP_HT_DIRECT_COMBINE_OP  3 /* the tag of combine n, alike */
+#define NCCLX_EP_HT_DIRECT_EXPERT_OUT  4 /* its expert_out, which peers' reductions read */
+                                         /* 5: NULL; 6 and 7: unused */
+/* Teams of at most this many ranks take the direct path (a kernel block keeps every peer's
+ * buffer in shared memory). */
+#define NCCLX_EP_HT_DIRECT_MAX_RANKS 64
 
 /* HT group state in private device memory (fits NCCLX_EP_DEV_STATE_BYTES).  Step numbers
  * advance in the last block of a step's last kernel, so graph replays advance them too. */
@@ -59,7 +74,9 @@ typedef struct {
     int blocks;                                   /* grid size of every HT kernel */
     int drop;                                     /* overflow policy DROP */
     int alignment;                                /* EM zone padding, >= 1 */
-    void *const *peers;                           /* device: symmetric arena base of each rank */
+    int direct;         /* every rank on this GPU and NCCLX_EP_HT_PATH=AUTO: calls with the caller's
+                           buffers go straight between them (the call's desc says whether it does) */
+    void *const *peers; /* device: symmetric arena base of each rank */
     size_t map, signals, dispatch_rows, dispatch_meta, combine_rows, combine_meta; /* offsets */
     size_t payload_bytes;     /* dispatch row stride */
     size_t combine_row_bytes; /* combine row stride */
@@ -116,6 +133,8 @@ typedef struct {
     int backward;
     int in_place; /* out_tokens is this rank's dispatch rows: rows are not copied, and the rows
                      stay in use (no DISPATCH_FREE) until this rank's next dispatch starts */
+    int direct;   /* the direct path: peers push rows straight into out_tokens and out_scales
+                     (published in the direct words); DISPATCH_FREE as with in_place */
     unsigned op;  /* operation word (ncclx_ep_ht_op_word): every rank's must be the same */
 } ncclx_ep_ht_dispatch_desc_t;
 
@@ -130,13 +149,15 @@ typedef struct {
                   token is staged once, as E4M3 codes [H] then E8M0 scales [H / 32] */
     int backward;
     int in_place; /* expert_out is this rank's combine rows: nothing to stage */
+    int direct;   /* the direct path: peers read expert_out in place (published in the direct
+                     words), and the reduction ends only once every peer has read it */
     unsigned op;  /* operation word (ncclx_ep_ht_op_word) */
 } ncclx_ep_ht_combine_desc_t;
 
 /* The 24-bit operation word of a dispatch or combine: what a receiver must agree on with the
  * sender to read its rows (layout, pass, top-k, recipe or dtype, row and scale sizes). */
 static inline unsigned ncclx_ep_ht_op_word(int expert_major, int backward, int topk, int kind,
-                                           size_t row_bytes, size_t scale_bytes)
+                                           size_t row_bytes, size_t scale_bytes, int direct)
 {
     /* Every field whole, mixed into 24 bits (a 64-bit finalizer): two different operations
      * share a word with odds of 2^-24, instead of whenever a truncated field wraps. */
@@ -144,7 +165,8 @@ static inline unsigned ncclx_ep_ht_op_word(int expert_major, int backward, int t
         (unsigned long long)(expert_major & 1) | (unsigned long long)(backward & 1) << 1 |
         (unsigned long long)(topk & 0xff) << 2 | (unsigned long long)(kind & 0xf) << 10 |
         (unsigned long long)(row_bytes & 0xffffffu) << 14 |
-        (unsigned long long)(scale_bytes & 0xffffffu) << 38;
+        (unsigned long long)(scale_bytes & 0xffffffu) << 38 |
+        (unsigned long long)(direct & 1) << 62; /* the paths never meet in one operation */
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;

@@ -139,6 +139,52 @@ __device__ __forceinline__ bool signal_all(const ncclx_ep_ht_group_desc_t &g, in
     return true;
 }
 
+// The direct words of rank r (ep_ht.h: NCCLX_EP_HT_DIRECT_*), after its signals.
+__device__ __forceinline__ unsigned long long *direct_words(const ncclx_ep_ht_group_desc_t &g,
+                                                            int r)
+{
+    return signal_at(peer_base(g, r), g, NCCLX_EP_HT_SIGNALS, 0);
+}
+
+// Called by every block before the step signal that lets peers use them: this rank's caller
+// buffers p0 and p1 in the two direct words after `tag_word`, then the operation's tag
+// (direct_tag) in it (each block writes the same values: a peer may see any block's signal
+// first).
+__device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
+                                               unsigned long long tag, const void *p0,
+                                               const void *p1)
+{
+    if (threadIdx.x == 0) {
+        volatile unsigned long long *w = direct_words(g, g.rank);
+        w[tag_word + 1] = reinterpret_cast<unsigned long long>(p0);
+        w[tag_word + 2] = reinterpret_cast<unsigned long long>(p1);
+        __threadfence(); // the pointers before the tag
+        w[tag_word] = tag;
+        __threadfence_system(); // and all of it before this block's signal (other threads')
+    }
+    __syncthreads();
+}
+
+// Every thread of the block: out[r] = rank r's direct word `word` (r < g.ranks), read after
+// the step wait that follows its publication; false (a mismatch reported) when a rank's tag is
+// not `tag`: it did not publish for this operation, or for one of another shape or routing
+// (then nothing is written or read).
+__device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
+                                                  unsigned long long tag, int word, char **out)
+{
+    int ok = 1;
+    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
+        const unsigned long long *w = direct_words(g, r);
+        const unsigned long long t = load_volatile(&w[tag_word]);
+        out[r] = reinterpret_cast<char *>(load_volatile(&w[word]));
+        if (t != tag) {
+            report_error(g, kErrorMismatch);
+            ok = 0;
+        }
+    }
+    return __syncthreads_and(ok) != 0;
+}
+
 // Bit e of a routing-map row.
 __device__ __forceinline__ bool row_has(const uint32_t *row, int e)
 {
@@ -180,6 +226,15 @@ __device__ __forceinline__ unsigned step_word(const ncclx_ep_ht_handle_desc_t &h
     const unsigned long long step =
         load_volatile(&h.header->step) ^ load_volatile(&h.header->counts);
     return (op ^ (unsigned)((step * 0x9e3779b97f4a7c15ull) >> 40)) & 0xffffffu;
+}
+
+// The tag of the direct words of operation number n (of its kind) with operation word op:
+// a peer uses the buffers only when both match its own, so that rows of another shape or
+// routing are never written into, or read from, a buffer sized for this one.
+__device__ __forceinline__ unsigned long long direct_tag(const ncclx_ep_ht_handle_desc_t &h,
+                                                         unsigned long long n, unsigned op)
+{
+    return (n + 1) << 24 | step_word(h, op);
 }
 
 // One 64-bit word's share of a snapshot checksum: position-dependent and mixed, summed modulo

@@ -80,11 +80,21 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (block_stopped(g)) {
         return;
     }
+    __shared__ char *outs[NCCLX_EP_HT_DIRECT_MAX_RANKS], *outs_s[NCCLX_EP_HT_DIRECT_MAX_RANKS];
     // Entering dispatch op, this rank is done with its dispatch rows of op - 1 (a caller that
-    // reads them in place has done so before this call, in stream order): every block says so
-    // (the same value), then waits for every rank to say the same of its rows.
+    // reads them in place has done so before this call, in stream order), and on the direct
+    // path with its outputs of op - 1, whose successors it publishes: every block says so (the
+    // same value), then waits for every rank to say the same of its rows.
+    if (a.direct) {
+        publish_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op), a.out_tokens,
+                       a.out_scales);
+    }
     (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op)) {
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
+        (!a.direct || (block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
+                                         NCCLX_EP_HT_DIRECT_OUT_TOKENS, outs) &&
+                       block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
+                                         NCCLX_EP_HT_DIRECT_OUT_SCALES, outs_s)))) {
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
@@ -100,13 +110,23 @@ __global__ void __launch_bounds__(kThreads, 2)
             char *dest = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
             const bool target = row >= 0 && (h.expert_major || first);
             to.lanes = __ballot_sync(0xffffffffu, target);
-            to.mine = target ? dest + g.dispatch_rows + (size_t)row * g.payload_bytes : nullptr;
+            if (!target) {
+                to.mine = nullptr;
+            } else if (a.direct) {
+                to.mine = outs[en.rank] + (size_t)row * a.row_bytes; // the caller's row there
+            } else {
+                to.mine = dest + g.dispatch_rows + (size_t)row * g.payload_bytes;
+            }
             const char *src = static_cast<const char *>(a.tokens) + (size_t)t * a.row_bytes;
             warp_copy_to(to, src, 0, a.row_bytes, lane);
             if (a.scale_bytes != 0) {
                 // The scale row follows the token row in a dispatch row.
                 LaneTargets sc = to;
-                sc.mine = target ? to.mine + a.row_bytes : nullptr;
+                if (target && a.direct) {
+                    sc.mine = outs_s[en.rank] + (size_t)row * a.scale_bytes;
+                } else {
+                    sc.mine = target ? to.mine + a.row_bytes : nullptr;
+                }
                 const char *ssrc = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
                 warp_copy_to(sc, ssrc, 0, a.scale_bytes, lane);
             }
@@ -188,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                 if (out_s != nullptr) {
                     warp_zero(out_s, a.scale_bytes, lane);
                 }
-            } else if (!a.in_place) {
+            } else if (!a.in_place && !a.direct) {
                 const char *src = self + g.dispatch_rows + (size_t)i * g.payload_bytes;
                 const LaneTargets to = {1u, out};
                 warp_copy_to(to, src, 0, a.row_bytes, lane);
@@ -218,10 +238,12 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    // Copied out, the rows are free now; read in place, they are free when this rank's next
-    // dispatch starts (push_kernel).
+    // Copied out, the rows are free now; read in place (or pushed straight into the caller's
+    // outputs, which stay in use), they are free when this rank's next dispatch starts
+    // (push_kernel).
     if (last_block(&g.state->arrive[2]) &&
-        (a.in_place ? !halted(g) : signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1)) &&
+        (a.in_place || a.direct ? !halted(g)
+                                : signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op + 1)) &&
         threadIdx.x == 0) {
         *reinterpret_cast<volatile unsigned long long *>(&g.state->dispatch_seq) = op + 1;
     }
@@ -243,6 +265,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (block_stopped(g)) {
         return;
     }
+    if (!kMx && a.direct) {
+        // Peers read expert_out in place once this step is signalled (by the last block, whose
+        // election orders every block's writes before it).
+        publish_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, direct_tag(h, op, a.op), a.expert_out,
+                       nullptr);
+    }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op)) {
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
@@ -253,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                                    (int)i, self + g.combine_rows + (size_t)i * g.combine_row_bytes,
                                    chain[threadIdx.x / kWarpSize], lane);
                 }
-            } else if (!a.in_place) {
+            } else if (!a.in_place && !a.direct) {
                 const LaneTargets to = {1u,
                                         self + g.combine_rows + (size_t)i * g.combine_row_bytes};
                 warp_copy_to(to, static_cast<const char *>(a.expert_out) + (size_t)i * a.row_bytes,
@@ -348,6 +376,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                   ncclx_ep_ht_combine_desc_t a)
 {
     __shared__ const char *sources[kWarps][kWarpSize];
+    __shared__ char *expert_outs[NCCLX_EP_HT_DIRECT_MAX_RANKS];
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int K = h.topk, KM = g.max_topk;
@@ -355,7 +384,9 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op))) {
+    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
+        (!a.direct || block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, direct_tag(h, op, a.op),
+                                        NCCLX_EP_HT_DIRECT_EXPERT_OUT, expert_outs))) {
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
@@ -380,7 +411,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
             char *base = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
             if (source) {
-                sources[warp][position] = base + g.combine_rows + (size_t)row * g.combine_row_bytes;
+                sources[warp][position] =
+                    a.direct ? expert_outs[en.rank] + (size_t)row * a.row_bytes
+                             : base + g.combine_rows + (size_t)row * g.combine_row_bytes;
             }
             __syncwarp();
             const int n = __popc(sources_mask);
@@ -410,9 +443,15 @@ __global__ void __launch_bounds__(kThreads, 2)
             __syncwarp();
         }
     }
-    if (last_block(&g.state->arrive[4]) && signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1) &&
-        threadIdx.x == 0) {
-        *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
+    if (last_block(&g.state->arrive[4])) {
+        // Direct: the caller may rewrite expert_out once this kernel ends, so it ends only
+        // when every peer has read it (the peers' own PULLED).
+        const bool pulled =
+            __syncthreads_and(signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1));
+        if (pulled && (!a.direct || block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1)) &&
+            threadIdx.x == 0) {
+            *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
+        }
     }
 }
 

@@ -20,6 +20,7 @@ typedef enum {
     NCCLX_ENV_FENCE_TIMEOUT_S,
     NCCLX_ENV_TIMEOUT_MS,
     NCCLX_ENV_M2N_PATH,
+    NCCLX_ENV_EP_HT_PATH,
     NCCLX_ENV_NUM_VARS
 } ncclx_env_id_t;
 

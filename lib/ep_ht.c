@@ -45,6 +45,14 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx)
     d->map_words = (int)((g->plan.num_experts + 31) / 32);
     d->drop = g->plan.overflow_policy == NCCLX_EP_OVERFLOW_DROP;
     d->alignment = g->plan.expert_alignment > 1 ? (int)g->plan.expert_alignment : 1;
+    {
+        /* A loopback team is one process on one GPU: every rank can address every caller
+         * buffer, and every rank reads the same NCCLX_EP_HT_PATH.  The path is part of every
+         * operation word besides. */
+        int path = 0;
+        (void)ncclx_env_choice_quiet(NCCLX_ENV_EP_HT_PATH, &path); /* validated at init */
+        d->direct = ctx->loopback != NULL && path == 0 && d->ranks <= NCCLX_EP_HT_DIRECT_MAX_RANKS;
+    }
     d->map = r->ht_map;
     d->signals = r->signals;
     d->dispatch_rows = r->dispatch_recv;
@@ -326,6 +334,7 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
         }
         d.in_place = 1;
     }
+    d.direct = g->ht.direct && !d.in_place;
     *out = d;
     return ncclxSuccess;
 }
@@ -361,7 +370,8 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     h->dispatched = 0;
     ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
     d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk,
-                               a->recipe == NCCLX_EP_RECIPE_QUANT_FWD, d.row_bytes, d.scale_bytes);
+                               a->recipe == NCCLX_EP_RECIPE_QUANT_FWD, d.row_bytes, d.scale_bytes,
+                               d.direct);
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the push may have run and signalled: the ranks are out of step */
@@ -488,6 +498,8 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
         }
         d.in_place = 1;
     }
+    /* The MXFP8 combine stages packed rows, which peers read: it has no direct path. */
+    d.direct = g->ht.direct && !d.in_place && !d.mxfp8;
     *out = d;
     return ncclxSuccess;
 }
@@ -516,7 +528,7 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
     /* An MXFP8 combine stages packed rows: its word differs from a plain BF16 combine's. */
     d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes,
-                               d.mxfp8 ? (size_t)g->plan.hidden / 32 : 0);
+                               d.mxfp8 ? (size_t)g->plan.hidden / 32 : 0, d.direct);
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the stage may have run and signalled */

@@ -102,6 +102,7 @@ static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi
                               ncclx_ep_ht_map_bytes(d, d->num_experts), 1, &r->ht_map));
     NCCLX_CHECK(
         ncclx_product(NCCLX_EP_HT_SIGNALS, d->ranks, sizeof(uint64_t), "HT signals", gi, &bytes));
+    bytes += NCCLX_EP_HT_DIRECT_WORDS * sizeof(uint64_t); /* the direct path's own words */
     NCCLX_CHECK(
         ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT signals", bytes, 1, &r->signals));
     NCCLX_CHECK(ncclx_product(1, d->recv_slots, d->payload_bytes, "HT dispatch rows", gi, &bytes));

@@ -381,23 +381,35 @@ static void test_fence_timeout(void **state)
     assert_int_equal(value, 300); /* the declared default */
 }
 
-/* NCCLX_M2N_PATH: AUTO or STAGED in any case; anything else is rejected by name at init. */
-static void test_m2n_path(void **state)
+/* NCCLX_M2N_PATH and NCCLX_EP_HT_PATH: AUTO or STAGED in any case; anything else is rejected
+ * by name at init. */
+static void check_path_variable(ncclx_env_id_t id, const char *name)
 {
     static const char *const bad[] = {"direct", "0", "STAGE", "AUTO "};
     int index = -1;
-    (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        setenv("NCCLX_M2N_PATH", bad[i], 1);
-        assert_ncclx_error(ncclxEnvValidate(), ncclxInvalidArgument, "NCCLX_M2N_PATH");
+        setenv(name, bad[i], 1);
+        assert_ncclx_error(ncclxEnvValidate(), ncclxInvalidArgument, name);
     }
-    setenv("NCCLX_M2N_PATH", "staged", 1);
+    setenv(name, "staged", 1);
     assert_ncclx_ok(ncclxEnvValidate());
-    assert_int_equal(ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &index), 1);
+    assert_int_equal(ncclx_env_choice_quiet(id, &index), 1);
     assert_int_equal(index, 1);
-    unsetenv("NCCLX_M2N_PATH");
-    assert_int_equal(ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &index), 1);
+    unsetenv(name);
+    assert_int_equal(ncclx_env_choice_quiet(id, &index), 1);
     assert_int_equal(index, 0); /* AUTO */
+}
+
+static void test_m2n_path(void **state)
+{
+    (void)state;
+    check_path_variable(NCCLX_ENV_M2N_PATH, "NCCLX_M2N_PATH");
+}
+
+static void test_ep_ht_path(void **state)
+{
+    (void)state;
+    check_path_variable(NCCLX_ENV_EP_HT_PATH, "NCCLX_EP_HT_PATH");
 }
 
 /* NCCLX_TIMEOUT_MS: unset means the plan decides; garbage and 0 are rejected by name. */
@@ -484,6 +496,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_debug_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_m2n_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ep_ht_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_variable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_listing, setup, teardown),

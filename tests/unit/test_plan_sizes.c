@@ -155,7 +155,7 @@ static void test_ht_deepseek_prefill_8_ranks(void **state)
     /* Payload P = 7168 * 2 = 14336; combine row = a16(7168 * 2) = 14336.  Symmetric, each
      * region at the next 256 bytes:
      *   HT routing map       T * ceil(E / 32) * 4 = 4096 * 8 * 4     =    131072 at 0
-     *   HT signals           6 * R * 8            = 6 * 8 * 8        =       384 at 131072
+     *   HT signals           (6 * R + 8) * 8      = (6 * 8 + 8) * 8  =       448 at 131072
      *   HT dispatch rows     S * P                = 32768 * 14336    = 469762048 at 131584
      *   HT dispatch metadata S * K * 8            = 32768 * 8 * 8    =   2097152 at 469893632
      *   HT combine rows      S * 14336                               = 469762048 at 471990784
@@ -240,10 +240,11 @@ static void test_ht_across_nodes_refused(void **state)
                        "is not implemented in this release");
     team.lsa_size = 16;
     s = sizes_of(groups, 1, 0, &team);
-    /* S = 16 * 4096 = 65536: map 131072 + signals 6 * 16 * 8 = 768 (a 256 multiple)
-     * + 2 * 65536 * 14336 + 65536 * 64 + 65536 * 32 = 1879048192 + 4194304 + 2097152. */
+    /* S = 16 * 4096 = 65536: map 131072 + signals (6 * 16 + 8) * 8 = 832 -> 1024 (the next
+     * 256 multiple) + 2 * 65536 * 14336 + 65536 * 64 + 65536 * 32 = 1879048192 + 4194304
+     * + 2097152. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
-                     131072ull + 768ull + 1879048192ull + 4194304ull + 2097152ull);
+                     131072ull + 1024ull + 1879048192ull + 4194304ull + 2097152ull);
 }
 
 /* M2N's host regions, first in the host class: the engine, then the group entries (128 by
@@ -415,14 +416,14 @@ static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
     /* S = 2^31 - 1 with the widest rows (H = 65536 BF16: P = combine row = 131072) and the HT
      * top-k bound K = 32.  Symmetric:
      *   map T * ceil(4096 / 32) * 4 = 2^20 * 128 * 4 = 536870912 at 0
-     *   signals 6 * 4096 * 8 = 196608 at 536870912
+     *   signals (6 * 4096 + 8) * 8 = 196672 -> 196864 at 536870912
      *   then S * (131072 dispatch + 32 * 8 metadata + 131072 combine + 32 * 4 gradients)
-     *   = S * 262528 at 537067520 (each of the first three a multiple of 256). */
+     *   = S * 262528 at 537067776 (each of the first three a multiple of 256). */
     g.max_recv_tokens_per_rank = (uint32_t)S;
     g.hidden = NCCLX_EP_MAX_HIDDEN;
     g.max_topk = NCCLX_EP_MAX_HT_TOPK;
     s = sizes_of(groups, 1, 0, &team);
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 537067520ull + S * 262528ull);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 537067776ull + S * 262528ull);
     assert_true(s.total[NCCLX_MEM_SYMMETRIC] > (uint64_t)UINT32_MAX * 131072ull);
     /* Handle: idx 2^20 * 32 * 4 = 2^27, flat_row T * R * 4 = 2^34, em_row 2^27, then
      * totals 16, counts 4 -> 16, offsets 8 -> 16, zone_count 16, zone_base 16 = 80,
