@@ -165,21 +165,43 @@ __device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g
     __syncthreads();
 }
 
-// Every thread of the block: out[r] = rank r's direct word `word` (r < g.ranks), read after
-// the step wait that follows its publication; false (a mismatch reported) when a rank's tag is
-// not `tag`: it did not publish for this operation, or for one of another shape or routing
-// (then nothing is written or read).
+// Every thread of the block: out0[r] and out1[r] (out1 may be NULL) = rank r's two direct
+// words after `tag_word` (r < g.ranks), once r has published for this operation: its tag
+// reaches `tag`'s operation number (a step signal does not say so on a group's first
+// operation, when every signal is still 0).  False when a wait failed (timeout or halt,
+// reported) or a rank's tag is not `tag` (a mismatch, reported: it published for an operation
+// of another shape or routing); nothing is then written or read.
 __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
-                                                  unsigned long long tag, int word, char **out)
+                                                  unsigned long long tag, char **out0, char **out1)
 {
     int ok = 1;
-    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
+    for (int r = threadIdx.x; r < g.ranks && ok; r += blockDim.x) {
         const unsigned long long *w = direct_words(g, r);
-        const unsigned long long t = load_volatile(&w[tag_word]);
-        out[r] = reinterpret_cast<char *>(load_volatile(&w[word]));
-        if (t != tag) {
+        unsigned long long start = 0, t;
+        for (unsigned spins = 0; ((t = ld_acquire_sys(&w[tag_word])) >> 24) < (tag >> 24);
+             spins++) {
+            if ((spins & 1023) == 0) {
+                const unsigned long long now = globaltimer();
+                if (halted(g)) {
+                    ok = 0;
+                    break;
+                }
+                if (start == 0) {
+                    start = now;
+                } else if (now - start > g.timeout_ns) {
+                    report_error(g, kErrorTimeout);
+                    ok = 0;
+                    break;
+                }
+            }
+        }
+        if (ok && t != tag) {
             report_error(g, kErrorMismatch);
             ok = 0;
+        }
+        out0[r] = reinterpret_cast<char *>(load_volatile(&w[tag_word + 1]));
+        if (out1 != nullptr) {
+            out1[r] = reinterpret_cast<char *>(load_volatile(&w[tag_word + 2]));
         }
     }
     return __syncthreads_and(ok) != 0;

@@ -91,10 +91,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
     if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
-        (!a.direct || (block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
-                                         NCCLX_EP_HT_DIRECT_OUT_TOKENS, outs) &&
-                       block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
-                                         NCCLX_EP_HT_DIRECT_OUT_SCALES, outs_s)))) {
+        (!a.direct || block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
+                                        outs, outs_s))) {
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
@@ -386,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     // A peer whose operation word differs staged rows of another shape: nothing is read.
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
         (!a.direct || block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, direct_tag(h, op, a.op),
-                                        NCCLX_EP_HT_DIRECT_EXPERT_OUT, expert_outs))) {
+                                        expert_outs, nullptr))) {
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
