@@ -48,6 +48,26 @@ static void test_valid_dispatch(void **state)
     assert_int_equal(checked, 16);
 }
 
+/* The direct path (a group whose ranks share this GPU): a dispatch into the caller's outputs
+ * has peers push rows straight into them; a group without it never does. */
+static void test_direct_dispatch(void **state)
+{
+    (void)state;
+    for (int direct = 0; direct < 2; direct++) {
+        for (int r = 0; r < 2; r++) {
+            fixture_t f;
+            ncclx_ep_ht_dispatch_desc_t d;
+            make_fixture(&f, r ? EM : FLAT);
+            f.group.ht.direct = direct;
+            ncclxEpDispatchArgs_t a = valid_dispatch(&f, r ? QUANT : NONE, FWD, NCCLX_INT32);
+            memset(&d, 0x5a, sizeof(d));
+            assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+            assert_int_equal(d.direct, direct);
+            assert_int_equal(d.in_place, 0);
+        }
+    }
+}
+
 /* NONE takes every float token dtype of the plan; QUANT_FWD also takes a plan dtype other than
  * UINT8 (rows within max_token_bytes) and may leave both scale tensors absent. */
 static void test_valid_dispatch_dtypes(void **state)
@@ -708,6 +728,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_dispatch),
+        cmocka_unit_test(test_direct_dispatch),
         cmocka_unit_test(test_valid_dispatch_dtypes),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_each_broken_dispatch_field),

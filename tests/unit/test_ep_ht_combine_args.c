@@ -462,6 +462,42 @@ static void test_config_checks(void **state)
     assert_ncclx_ok(ncclx_ep_check_config(g, &c));
 }
 
+/* The direct path (a group whose ranks share this GPU): a combine of the caller's expert
+ * outputs reads them in place at the peers; zero copy (in place already) and MXFP8 (which stages
+ * packed rows) never take it, nor does any combine of a group without it. */
+static void test_direct_combine(void **state)
+{
+    (void)state;
+    for (int direct = 0; direct < 2; direct++) {
+        fixture_t f;
+        ncclx_ep_ht_combine_desc_t d;
+        make_fixture(&f, EM);
+        f.group.plan.recipes = NONE | NCCLX_EP_RECIPE_MXFP8;
+        f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
+        f.group.plan.max_token_bytes = 0;
+        f.group.plan.max_scale_bytes = 0;
+        replan(&f);
+        f.group.ht.direct = direct;
+        f.group.ht_combine_rows = PTR(40);
+        ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
+        memset(&d, 0x5a, sizeof(d));
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        assert_int_equal(d.direct, direct);
+        assert_int_equal(d.in_place, 0);
+        a.recipe = NCCLX_EP_RECIPE_MXFP8;
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        assert_int_equal(d.direct, 0);
+        a.recipe = NONE;
+        a.expert_out.data = f.group.ht_combine_rows;
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        assert_int_equal(d.in_place, 1);
+        assert_int_equal(d.direct, 0);
+    }
+    /* The path is part of the operation word: the two paths never read each other's rows. */
+    assert_int_not_equal(ncclx_ep_ht_op_word(1, 0, K, NCCLX_BFLOAT16, H * 2, 0, 0),
+                         ncclx_ep_ht_op_word(1, 0, K, NCCLX_BFLOAT16, H * 2, 0, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_combine_rows_16_byte_multiples),
         cmocka_unit_test(test_mxfp8_recipe),
         cmocka_unit_test(test_mxfp8_refuses_zero_copy),
+        cmocka_unit_test(test_direct_combine),
         cmocka_unit_test(test_config_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
