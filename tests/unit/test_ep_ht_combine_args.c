@@ -374,6 +374,20 @@ static void test_mxfp8_recipe(void **state)
     assert_memory_equal(&d, &before, sizeof(d));
 }
 
+/* An expert-major group of BF16 rows only with the MXFP8 recipe: combine rows of exactly the
+ * expert rows (so zero copy applies), at PTR(40). */
+static void make_bf16_mxfp8_fixture(fixture_t *f)
+{
+    make_fixture(f, EM);
+    f->group.plan.recipes = NONE | NCCLX_EP_RECIPE_MXFP8;
+    f->group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
+    f->group.plan.max_token_bytes = 0;
+    f->group.plan.max_scale_bytes = 0;
+    replan(f);
+    assert_int_equal(f->group.dims.combine_slot_bytes, H * 2);
+    f->group.ht_combine_rows = PTR(40);
+}
+
 /* Zero copy (expert_out = the group's combine rows) is refused with MXFP8: the stage writes a
  * token's packed row over rows it is still reading.  Without MXFP8 the same args are in place. */
 static void test_mxfp8_refuses_zero_copy(void **state)
@@ -381,14 +395,7 @@ static void test_mxfp8_refuses_zero_copy(void **state)
     (void)state;
     fixture_t f;
     ncclx_ep_ht_combine_desc_t d;
-    make_fixture(&f, EM);
-    f.group.plan.recipes = NONE | NCCLX_EP_RECIPE_MXFP8;
-    f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
-    f.group.plan.max_token_bytes = 0;
-    f.group.plan.max_scale_bytes = 0;
-    replan(&f);
-    assert_int_equal(f.group.dims.combine_slot_bytes, H * 2);
-    f.group.ht_combine_rows = PTR(40);
+    make_bf16_mxfp8_fixture(&f);
     ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
     a.expert_out.data = f.group.ht_combine_rows;
     assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
@@ -471,14 +478,8 @@ static void test_direct_combine(void **state)
     for (int direct = 0; direct < 2; direct++) {
         fixture_t f;
         ncclx_ep_ht_combine_desc_t d;
-        make_fixture(&f, EM);
-        f.group.plan.recipes = NONE | NCCLX_EP_RECIPE_MXFP8;
-        f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
-        f.group.plan.max_token_bytes = 0;
-        f.group.plan.max_scale_bytes = 0;
-        replan(&f);
+        make_bf16_mxfp8_fixture(&f);
         f.group.ht.direct = direct;
-        f.group.ht_combine_rows = PTR(40);
         ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
         memset(&d, 0x5a, sizeof(d));
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
