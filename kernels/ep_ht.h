@@ -51,7 +51,11 @@ extern "C" {
 #define NCCLX_EP_HT_DIRECT_OUT_SCALES  2 /* its out_scales (QUANT_FWD), or NULL */
 #define NCCLX_EP_HT_DIRECT_COMBINE_OP  3 /* the tag of combine n, alike */
 #define NCCLX_EP_HT_DIRECT_EXPERT_OUT  4 /* its expert_out, which peers' reductions read */
-                                         /* 5: NULL; 6 and 7: unused */
+                                         /* 5: NULL */
+/* The exact row sizes behind the pointers (the word is a 24-bit hash: a collision must never
+ * let a peer write or read past a buffer): row_bytes << 32 | scale_bytes, and row_bytes. */
+#define NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE 6
+#define NCCLX_EP_HT_DIRECT_COMBINE_SHAPE  7
 /* Teams of at most this many ranks take the direct path (a kernel block keeps every peer's
  * buffer in shared memory). */
 #define NCCLX_EP_HT_DIRECT_MAX_RANKS 64

@@ -147,20 +147,22 @@ __device__ __forceinline__ unsigned long long *direct_words(const ncclx_ep_ht_gr
 }
 
 // Called by every block before the step signal that lets peers use them: this rank's caller
-// buffers p0 and p1 in the two direct words after `tag_word`, then the operation's tag
-// (direct_tag) in it (each block writes the same values: a peer may see any block's signal
-// first).
+// buffers p0 and p1 in the two direct words after `tag_word`, their exact row sizes in
+// `shape_word`, then the operation's tag (direct_tag) in `tag_word` (each block writes the
+// same values: a peer may see any block's signal first).
 __device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
-                                               unsigned long long tag, const void *p0,
+                                               int shape_word, unsigned long long tag,
+                                               unsigned long long shape, const void *p0,
                                                const void *p1)
 {
     if (threadIdx.x == 0) {
         volatile unsigned long long *w = direct_words(g, g.rank);
         w[tag_word + 1] = reinterpret_cast<unsigned long long>(p0);
         w[tag_word + 2] = reinterpret_cast<unsigned long long>(p1);
-        __threadfence(); // the pointers before the tag
+        w[shape_word] = shape;
+        __threadfence(); // all of it before the tag
         w[tag_word] = tag;
-        __threadfence_system(); // and all of it before this block's signal (other threads')
+        __threadfence_system(); // and before this block's signal (other threads')
     }
     __syncthreads();
 }
@@ -169,10 +171,12 @@ __device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g
 // words after `tag_word` (r < g.ranks), once r has published for this operation: its tag
 // reaches `tag`'s operation number (a step signal does not say so on a group's first
 // operation, when every signal is still 0).  False when a wait failed (timeout or halt,
-// reported) or a rank's tag is not `tag` (a mismatch, reported: it published for an operation
-// of another shape or routing); nothing is then written or read.
+// reported) or a rank's tag is not `tag` or its rows not of `shape` (a mismatch, reported: it
+// published for an operation of another shape or routing); nothing is then written or read.
 __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
-                                                  unsigned long long tag, char **out0, char **out1)
+                                                  int shape_word, unsigned long long tag,
+                                                  unsigned long long shape, char **out0,
+                                                  char **out1)
 {
     int ok = 1;
     for (int r = threadIdx.x; r < g.ranks && ok; r += blockDim.x) {
@@ -195,7 +199,7 @@ __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t
                 }
             }
         }
-        if (ok && t != tag) {
+        if (ok && (t != tag || load_volatile(&w[shape_word]) != shape)) {
             report_error(g, kErrorMismatch);
             ok = 0;
         }

@@ -71,6 +71,12 @@ __device__ __forceinline__ Entry load_entry(const ncclx_ep_ht_group_desc_t &g,
 
 // ---- dispatch ----
 
+// The exact sizes of a dispatch's output rows, published with its buffers on the direct path.
+__device__ __forceinline__ unsigned long long dispatch_shape(const ncclx_ep_ht_dispatch_desc_t &a)
+{
+    return (unsigned long long)a.row_bytes << 32 | a.scale_bytes;
+}
+
 __global__ void __launch_bounds__(kThreads, 2)
     push_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
                 ncclx_ep_ht_dispatch_desc_t a)
@@ -85,14 +91,17 @@ __global__ void __launch_bounds__(kThreads, 2)
     // reads them in place has done so before this call, in stream order), and on the direct
     // path with its outputs of op - 1, whose successors it publishes: every block says so (the
     // same value), then waits for every rank to say the same of its rows.
-    if (a.direct) {
-        publish_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op), a.out_tokens,
-                       a.out_scales);
+    if (g.direct) {
+        // Also a zero-copy dispatch of a direct group publishes (its word differs): a direct
+        // pusher then sees a mismatch at once instead of waiting for a tag that never comes.
+        publish_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
+                       direct_tag(h, op, a.op), dispatch_shape(a), a.out_tokens, a.out_scales);
     }
     (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
     if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
-        (!a.direct || block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, direct_tag(h, op, a.op),
-                                        outs, outs_s))) {
+        (!a.direct ||
+         block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
+                           direct_tag(h, op, a.op), dispatch_shape(a), outs, outs_s))) {
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
@@ -263,11 +272,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (block_stopped(g)) {
         return;
     }
-    if (!kMx && a.direct) {
+    if (g.direct) { // every combine of a direct group, as every dispatch (push_kernel)
         // Peers read expert_out in place once this step is signalled (by the last block, whose
         // election orders every block's writes before it).
-        publish_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, direct_tag(h, op, a.op), a.expert_out,
-                       nullptr);
+        publish_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_SHAPE,
+                       direct_tag(h, op, a.op), a.row_bytes, a.expert_out, nullptr);
     }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op)) {
         const long long rows = h.totals[1];
@@ -383,8 +392,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
-        (!a.direct || block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, direct_tag(h, op, a.op),
-                                        expert_outs, nullptr))) {
+        (!a.direct ||
+         block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_SHAPE,
+                           direct_tag(h, op, a.op), a.row_bytes, expert_outs, nullptr))) {
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;

@@ -98,10 +98,10 @@ __device__ __forceinline__ bool halted(const ncclx_m2n_launch_t &l)
 
 // Spins (plain volatile loads, which cost no fence) until pred(value at p) holds, then takes
 // the value again with acquire so that what was written before it is seen; false (the timeout
-// reported) past the timeout or once M2N is halted.
+// reported) past the timeout or, unless past_halt, once M2N is halted.
 template <typename Pred>
 __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 *p, Pred pred,
-                                         u64 *seen)
+                                         u64 *seen, bool past_halt = false)
 {
     u64 start = 0;
     for (unsigned spins = 0;; spins++) {
@@ -113,7 +113,7 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
             }
         }
         if ((spins & 1023) == 0) {
-            if (halted(l)) {
+            if (!past_halt && halted(l)) {
                 return false;
             }
             const u64 now = globaltimer();
@@ -310,8 +310,11 @@ __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pa
         const u64 need = base[i] + ncclx_m2n_channel_rounds(slices, c, C);
         st_release(l, post_words + c, need);
         u64 seen;
+        // Past a halt too (its own timeout still ends it): a destination that saw every vote
+        // in time copies this tile whatever happened here since, and the tile must not change
+        // before it is done.
         if (pr.send && !wait_for(
-                           l, wait_words + c, [need](u64 v) { return v >= need; }, &seen)) {
+                           l, wait_words + c, [need](u64 v) { return v >= need; }, &seen, true)) {
             ok = 0;
             break;
         }
@@ -441,6 +444,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
     if (bits & kTimeout) {
+        // Another rank may have seen every vote in time (this rank's own went out first) and,
+        // on the direct path, read this rank's tiles: a sending block still waits for its
+        // destinations (bounded by the timeout) before the launch may end and a tile change.
+        for (int p = 0; l.direct && !(l.word & kRefuse) && p < l.num_pairs; p++) {
+            const int part = (int)blockIdx.x - l.pairs[p].first_block;
+            if (l.pairs[p].send && part >= 0 && part < l.pairs[p].blocks) {
+                (void)move_pair(l, p, part);
+            }
+        }
         return;
     }
     if (bits != 0 && threadIdx.x == 0 && blockIdx.x == 0) {

@@ -98,6 +98,32 @@ static int ncclx_ht_inside(const ncclxTensor_t *t, const char *base, size_t byte
     return base != NULL && p >= base && p < base + bytes;
 }
 
+/* Whether rows [a, a + a_rows * a_row) and [b, b + b_rows * b_row) share a byte. */
+static int ncclx_ht_overlap(const void *a, size_t a_rows, size_t a_row, const void *b,
+                            size_t b_rows, size_t b_row)
+{
+    const char *x = a, *y = b;
+    return x != NULL && y != NULL && a_rows * a_row != 0 && b_rows * b_row != 0 &&
+           x < y + b_rows * b_row && y < x + a_rows * a_row;
+}
+
+/* The direct path (a group on one GPU) writes a rank's outputs, or reads its expert rows,
+ * while the rank itself still reads its inputs, or writes its output: the two may not share
+ * memory there (the staged path copies in separate steps and allows it). */
+static ncclxResult_t ncclx_ht_check_direct_overlap(const char *call, const char *in_field,
+                                                   const char *out_field, const char *verb,
+                                                   int overlap)
+{
+    if (overlap) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "%s: args->%s, which peers %s during the call on this group's "
+                           "direct path (every rank on one GPU), overlaps args->%s: use "
+                           "separate buffers, or NCCLX_EP_HT_PATH=STAGED on every rank",
+                           call, out_field, verb, in_field);
+    }
+    return ncclxSuccess;
+}
+
 _Static_assert(sizeof(ncclx_ep_ht_handle_header_t) == 64, "the handle layout's header piece");
 
 /* FNV-1a over one value's bytes. */
@@ -335,6 +361,15 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
         d.in_place = 1;
     }
     d.direct = g->ht.direct && !d.in_place;
+    if (d.direct) {
+        const size_t T = (size_t)h->ht.num_tokens, S = g->dims.recv_slots;
+        NCCLX_CHECK(ncclx_ht_check_direct_overlap(
+            "ncclxEpDispatch", "tokens", "out_tokens", "write",
+            ncclx_ht_overlap(d.tokens, T, d.row_bytes, d.out_tokens, S, d.row_bytes)));
+        NCCLX_CHECK(ncclx_ht_check_direct_overlap(
+            "ncclxEpDispatch", "scales", "out_scales", "write",
+            ncclx_ht_overlap(d.scales, T, d.scale_bytes, d.out_scales, S, d.scale_bytes)));
+    }
     *out = d;
     return ncclxSuccess;
 }
@@ -500,6 +535,12 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
     }
     /* The MXFP8 combine stages packed rows, which peers read: it has no direct path. */
     d.direct = g->ht.direct && !d.in_place && !d.mxfp8;
+    if (d.direct) {
+        NCCLX_CHECK(ncclx_ht_check_direct_overlap(
+            "ncclxEpCombine", "out", "expert_out", "read",
+            ncclx_ht_overlap(d.expert_out, g->dims.recv_slots, d.row_bytes, d.out,
+                             (size_t)h->ht.num_tokens, d.row_bytes)));
+    }
     *out = d;
     return ncclxSuccess;
 }

@@ -49,7 +49,8 @@ static void test_valid_dispatch(void **state)
 }
 
 /* The direct path (a group whose ranks share this GPU): a dispatch into the caller's outputs
- * has peers push rows straight into them; a group without it never does. */
+ * has peers push rows straight into them, so outputs may not share memory with the inputs
+ * there; a group without it never takes it and allows that. */
 static void test_direct_dispatch(void **state)
 {
     (void)state;
@@ -64,6 +65,29 @@ static void test_direct_dispatch(void **state)
             assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
             assert_int_equal(d.direct, direct);
             assert_int_equal(d.in_place, 0);
+            /* Outputs that share memory with the inputs: peers would write them while this
+             * rank still reads its tokens (or scales). */
+            a.out_tokens.data = (char *)a.tokens.data + H; /* row 0's second half */
+            if (direct) {
+                assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d),
+                                   ncclxInvalidArgument,
+                                   "args->out_tokens, which peers write during the call on this "
+                                   "group's direct path (every rank on one GPU), overlaps "
+                                   "args->tokens");
+            } else {
+                assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+            }
+            a.out_tokens.data = (char *)a.tokens.data + (size_t)T * d.row_bytes; /* just after */
+            assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+            if (r) {
+                a.out_scales.data = a.scales.data;
+                if (direct) {
+                    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d),
+                                       ncclxInvalidArgument, "args->out_scales, which peers write");
+                } else {
+                    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+                }
+            }
         }
     }
 }

@@ -485,6 +485,17 @@ static void test_direct_combine(void **state)
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
         assert_int_equal(d.direct, direct);
         assert_int_equal(d.in_place, 0);
+        /* An output that shares memory with the expert rows, which peers read in place. */
+        void *const out = a.out.data;
+        a.out.data = (char *)a.expert_out.data + (size_t)(S - 1) * d.row_bytes; /* last row */
+        if (direct) {
+            assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->expert_out, which peers read during the call on this "
+                               "group's direct path (every rank on one GPU), overlaps args->out");
+        } else {
+            assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        }
+        a.out.data = out;
         a.recipe = NCCLX_EP_RECIPE_MXFP8;
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
         assert_int_equal(d.direct, 0);
