@@ -12,6 +12,7 @@
 #include <ncclx/init.h>
 #include <ncclx/placement.h>
 
+#include "env.h"
 #include "ep_group.h"
 #include "kernels.h"
 #include "plan_internal.h"
@@ -122,6 +123,12 @@ ncclxResult_t ncclx_context_open(struct ncclxContext *ctx);
 /** Sets ctx->blocks and ctx->blocks_masked from the GPU's SM count shared by ranks_on_gpu
  *  ranks. */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
+
+/** Whether a capability with a direct path on one GPU takes it on this context: every rank is
+ * on this GPU (a loopback team: one process, so every rank can address every caller buffer and
+ * every rank reads the same environment) and `path_var` (NCCLX_M2N_PATH, NCCLX_EP_HT_PATH,
+ * validated at init) is AUTO rather than STAGED. */
+int ncclx_context_direct_path(const struct ncclxContext *ctx, ncclx_env_id_t path_var);
 
 /**
  * The one build sequence of every context, after ncclx_context_open and with ctx->norm (the

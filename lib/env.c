@@ -26,8 +26,8 @@ typedef struct {
 
 static const char *const ncclx_debug_levels[] = {"NONE", "WARN", "INFO", "TRACE", NULL};
 static const char *const ncclx_bind_choices[] = {"AUTO", "NONE", NULL};
-static const char *const ncclx_m2n_paths[] = {"AUTO", "STAGED", NULL};
-static const char *const ncclx_ep_ht_paths[] = {"AUTO", "STAGED", NULL};
+/* The data-path choices of M2N and HT: AUTO (direct on one GPU) or STAGED. */
+static const char *const ncclx_path_choices[] = {"AUTO", "STAGED", NULL};
 
 static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG] = {"NCCLX_DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE",
@@ -53,13 +53,13 @@ static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_M2N_PATH] = {"NCCLX_M2N_PATH", "AUTO",
                             "M2N data path: AUTO (tile to tile when every rank is on this GPU, "
                             "else the staging ring) or STAGED (always the staging ring)",
-                            NCCLX_ENV_KIND_CHOICE, ncclx_m2n_paths, 0, 0},
+                            NCCLX_ENV_KIND_CHOICE, ncclx_path_choices, 0, 0},
     [NCCLX_ENV_EP_HT_PATH] = {"NCCLX_EP_HT_PATH", "AUTO",
                               "HT data path with the caller's buffers: AUTO (straight into the "
                               "destination's output and from the sources' expert outputs when "
                               "every rank is on this GPU, else through the group's rows) or "
                               "STAGED (always through the group's rows)",
-                              NCCLX_ENV_KIND_CHOICE, ncclx_ep_ht_paths, 0, 0},
+                              NCCLX_ENV_KIND_CHOICE, ncclx_path_choices, 0, 0},
 };
 
 const char *ncclx_env_raw(ncclx_env_id_t id)

@@ -45,14 +45,9 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx)
     d->map_words = (int)((g->plan.num_experts + 31) / 32);
     d->drop = g->plan.overflow_policy == NCCLX_EP_OVERFLOW_DROP;
     d->alignment = g->plan.expert_alignment > 1 ? (int)g->plan.expert_alignment : 1;
-    {
-        /* A loopback team is one process on one GPU: every rank can address every caller
-         * buffer, and every rank reads the same NCCLX_EP_HT_PATH.  The path is part of every
-         * operation word besides. */
-        int path = 0;
-        (void)ncclx_env_choice_quiet(NCCLX_ENV_EP_HT_PATH, &path); /* validated at init */
-        d->direct = ctx->loopback != NULL && path == 0 && d->ranks <= NCCLX_EP_HT_DIRECT_MAX_RANKS;
-    }
+    /* The path is part of every operation word besides. */
+    d->direct = ncclx_context_direct_path(ctx, NCCLX_ENV_EP_HT_PATH) &&
+                d->ranks <= NCCLX_EP_HT_DIRECT_MAX_RANKS;
     d->map = r->ht_map;
     d->signals = r->signals;
     d->dispatch_rows = r->dispatch_recv;

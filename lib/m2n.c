@@ -87,13 +87,8 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
     m->ranks = ctx->norm.team.num_ranks;
     m->rank = (uint32_t)ctx->rank;
     ncclx_m2n_ring_shape(plan->m2n_staging_bytes, m->ranks, &m->slice, &m->channels);
-    {
-        /* A loopback team is one process on one GPU: every rank can address every tile.  A
-         * rank whose NCCLX_M2N_PATH differs votes every launch down as a mismatch. */
-        int path = 0;
-        (void)ncclx_env_choice_quiet(NCCLX_ENV_M2N_PATH, &path); /* validated at init */
-        m->direct = ctx->loopback != NULL && path == 0;
-    }
+    /* A rank whose NCCLX_M2N_PATH differs votes every launch down as a mismatch. */
+    m->direct = ncclx_context_direct_path(ctx, NCCLX_ENV_M2N_PATH);
     m->max_entries = plan->m2n_max_group_entries;
     m->entries = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->m2n_entries);
     m->status = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_MAPPED_HOST, r->m2n_status);
