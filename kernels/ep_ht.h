@@ -45,7 +45,7 @@ extern "C" {
 #define NCCLX_EP_HT_SIGNALS             6
 /* The direct words after the signals (the direct path, docs/ep-ht.md): written by the rank
  * itself before it signals the step that lets peers use them. */
-#define NCCLX_EP_HT_DIRECT_WORDS       8
+#define NCCLX_EP_HT_DIRECT_WORDS       16
 #define NCCLX_EP_HT_DIRECT_DISPATCH_OP 0 /* the tag of dispatch n: (n + 1) << 24 | its word */
 #define NCCLX_EP_HT_DIRECT_OUT_TOKENS  1 /* its out_tokens, which peers push rows into */
 #define NCCLX_EP_HT_DIRECT_OUT_SCALES  2 /* its out_scales (QUANT_FWD), or NULL */
@@ -56,6 +56,13 @@ extern "C" {
  * let a peer write or read past a buffer): row_bytes << 32 | scale_bytes, and row_bytes. */
 #define NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE 6
 #define NCCLX_EP_HT_DIRECT_COMBINE_SHAPE  7
+/* Claims (10 to 15 unused): how many peer blocks use this rank's published buffers now.  A
+ * peer takes one after the tag matched and checks the tag again; a rank whose operation ends
+ * without every peer done (a timeout, a mismatch) closes its tag and waits until no claim is
+ * left, so that no late peer writes or reads its buffers after the call. */
+#define NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS 8
+#define NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS  9
+#define NCCLX_EP_HT_DIRECT_CLOSED          (~0ull) /* a closed tag: no operation's */
 /* Teams of at most this many ranks take the direct path (a kernel block keeps every peer's
  * buffer in shared memory). */
 #define NCCLX_EP_HT_DIRECT_MAX_RANKS 64

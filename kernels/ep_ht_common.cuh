@@ -174,9 +174,9 @@ __device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g
 // reported) or a rank's tag is not `tag` or its rows not of `shape` (a mismatch, reported: it
 // published for an operation of another shape or routing); nothing is then written or read.
 __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
-                                                  int shape_word, unsigned long long tag,
-                                                  unsigned long long shape, char **out0,
-                                                  char **out1)
+                                                  int shape_word, int claim_word,
+                                                  unsigned long long tag, unsigned long long shape,
+                                                  char **out0, char **out1)
 {
     int ok = 1;
     for (int r = threadIdx.x; r < g.ranks && ok; r += blockDim.x) {
@@ -208,7 +208,66 @@ __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t
             out1[r] = reinterpret_cast<char *>(load_volatile(&w[tag_word + 2]));
         }
     }
-    return __syncthreads_and(ok) != 0;
+    // Claims only once every rank has published (no waiting while one is held): the claim,
+    // then the tag again.  A rank that closed its tag before the claim counted is refused
+    // here; one that closes after it waits for the release.
+    if (__syncthreads_and(ok) == 0) {
+        return false;
+    }
+    int claimed = -1;
+    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
+        volatile unsigned long long *w = direct_words(g, r);
+        unsigned long long *claims = const_cast<unsigned long long *>(&w[claim_word]);
+        atomicAdd(claims, 1ull);
+        __threadfence();
+        if (w[tag_word] != tag) {
+            atomicAdd(claims, ~0ull); // -1
+            report_error(g, kErrorMismatch);
+            ok = 0;
+        } else {
+            claimed = r;
+        }
+    }
+    const bool all = __syncthreads_and(ok) != 0;
+    if (!all && claimed >= 0) {
+        atomicAdd(const_cast<unsigned long long *>(&direct_words(g, claimed)[claim_word]), ~0ull);
+    }
+    return all;
+}
+
+// The block is done with every rank's buffers that block_load_direct claimed for it: each
+// claim is released after the block's reads and writes of them (the barrier, then a fence).
+__device__ __forceinline__ void block_release_direct(const ncclx_ep_ht_group_desc_t &g,
+                                                     int claim_word)
+{
+    __syncthreads();
+    if (threadIdx.x < g.ranks) {
+        __threadfence();
+        atomicAdd(&direct_words(g, threadIdx.x)[claim_word], ~0ull); // -1
+    }
+}
+
+// Thread 0 of a block of a rank whose operation ends without knowing every peer done with its
+// published buffers (idempotent: any number of blocks may call it): closes the tag (no peer
+// claims them any more) and waits until no claim is left.  A claimer holds claims only while
+// it copies, which never waits, so this ends; past the timeout it gives up and says so.
+__device__ __forceinline__ void close_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
+                                             int claim_word)
+{
+    if (threadIdx.x != 0) {
+        return;
+    }
+    volatile unsigned long long *w = direct_words(g, g.rank);
+    w[tag_word] = NCCLX_EP_HT_DIRECT_CLOSED;
+    __threadfence(); // the store before the claims' load (both sides fence: no claim is missed)
+    const unsigned long long start = globaltimer();
+    while (w[claim_word] != 0) {
+        if (globaltimer() - start > g.timeout_ns) {
+            report_error(g, kErrorTimeout);
+            break;
+        }
+    }
+    __threadfence(); // the claimers' accesses before this rank's return
 }
 
 // Bit e of a routing-map row.

@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     __shared__ char *outs[NCCLX_EP_HT_DIRECT_MAX_RANKS], *outs_s[NCCLX_EP_HT_DIRECT_MAX_RANKS];
+    bool claimed = false; // this block holds claims on the destinations' buffers
     // Entering dispatch op, this rank is done with its dispatch rows of op - 1 (a caller that
     // reads them in place has done so before this call, in stream order), and on the direct
     // path with its outputs of op - 1, whose successors it publishes: every block says so (the
@@ -101,7 +102,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
-                           direct_tag(h, op, a.op), dispatch_shape(a), outs, outs_s))) {
+                           NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS, direct_tag(h, op, a.op),
+                           dispatch_shape(a), outs, outs_s))) {
+        claimed = a.direct != 0;
         for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
              t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
@@ -155,6 +158,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
+    if (claimed) {
+        block_release_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS); // before PUSHED below
+    }
     if (last_block(&g.state->arrive[1])) {
         (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, step_word(h, a.op));
     }
@@ -192,10 +198,23 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int lane = threadIdx.x % kWarpSize, K = h.topk, KM = g.max_topk;
     char *self = peer_base(g, g.rank);
     if (block_stopped(g)) {
+        // A timeout (for good) may have come after this dispatch published its outputs: no
+        // straggler may use them once this call is over.  (A TRAP overflow stops the push
+        // before it publishes, and the last tag's operation is over.)
+        if (a.direct && halted(g)) {
+            close_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS);
+        }
         return;
     }
     // A peer whose operation word differs pushed rows of another shape: nothing is read.
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, (int)step_word(h, a.op))) {
+    const bool pushed =
+        block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, (int)step_word(h, a.op));
+    if (!pushed && a.direct && blockIdx.x == 0) {
+        // Not every peer is known to be done writing into out_tokens (a timeout, a mismatch):
+        // none may start now, and this call ends only after those under way.
+        close_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS);
+    }
+    if (pushed) {
         const long long rows = h.totals[1];
         for (long long i = blockIdx.x * kWarps + threadIdx.x / kWarpSize; i < rows;
              i += (long long)gridDim.x * kWarps) {
@@ -387,14 +406,22 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int K = h.topk, KM = g.max_topk;
+    bool claimed = false; // this block holds claims on the sources' expert rows
     if (block_stopped(g)) {
+        // Every stopped block (not one: a block that stops returns before the election of the
+        // last block, which might then never close), as in copy_out.
+        if (a.direct && halted(g)) {
+            close_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS);
+        }
         return;
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
     if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_SHAPE,
-                           direct_tag(h, op, a.op), a.row_bytes, expert_outs, nullptr))) {
+                           NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS, direct_tag(h, op, a.op), a.row_bytes,
+                           expert_outs, nullptr))) {
+        claimed = a.direct != 0;
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
@@ -451,13 +478,21 @@ __global__ void __launch_bounds__(kThreads, 2)
             __syncwarp();
         }
     }
+    if (claimed) {
+        block_release_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS); // before PULLED below
+    }
     if (last_block(&g.state->arrive[4])) {
         // Direct: the caller may rewrite expert_out once this kernel ends, so it ends only
-        // when every peer has read it (the peers' own PULLED).
+        // when every peer has read it (the peers' own PULLED), or, when that is not known
+        // (a timeout, a mismatch), once no peer can read it any more (close_direct).
         const bool pulled =
             __syncthreads_and(signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1));
-        if (pulled && (!a.direct || block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1)) &&
-            threadIdx.x == 0) {
+        const bool all_pulled =
+            pulled && (!a.direct || block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1));
+        if (!all_pulled && a.direct) {
+            close_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS);
+        }
+        if (all_pulled && threadIdx.x == 0) {
             *reinterpret_cast<volatile unsigned long long *>(&g.state->combine_seq) = op + 1;
         }
     }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "ep_ht_harness.h"
 
@@ -662,6 +664,90 @@ static void test_argument_errors(void **state)
     free(run);
 }
 
+/* The gate of test_straggler_after_timeout: rank 1's stream waits here until the test opens
+ * it, or 60 s pass (a test that failed before opening it must not hang the program). */
+static int straggler_gate;
+
+static void CUDART_CB open_when_told(void *arg)
+{
+    (void)arg;
+    const struct timespec pause = {0, 1000000};
+    for (int ms = 0; ms < 60000 && !__atomic_load_n(&straggler_gate, __ATOMIC_ACQUIRE); ms++) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* A straggler past the timeout on the direct path (one GPU): rank 1's dispatch starts only
+ * after rank 0's has timed out and ended and rank 0's caller has reused its out_tokens.  Rank 1
+ * must write nothing there (rank 0 closed its published buffers on the way out), and both
+ * ranks report TIMEOUT.  On the staged path rank 1 only ever writes the group's own rows. */
+static void test_straggler_after_timeout(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_straggler_after_timeout");
+    ht_run_t *run = hmalloc(sizeof(*run));
+    ht_case_t c = base_case(2, NCCLX_EP_LAYOUT_FLAT);
+    const char *saved = getenv("NCCLX_TIMEOUT_MS");
+    char *restore = saved != NULL ? strdup(saved) : NULL;
+    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
+    ht_open(run, &c);
+    if (restore != NULL) {
+        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
+        free(restore);
+    } else {
+        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
+    }
+    ht_fill(run, HT_RANDOM, 0, 0);
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = c.tokens; /* every rank sends its whole batch */
+    }
+    ht_fill(run, HT_RANDOM, 0, 1);
+    ht_poison(run);
+    ht_route(run);
+    ep_team_sync(&run->team);
+    __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
+    assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[1], open_when_told, NULL));
+    for (uint32_t r = 2; r-- > 0;) {
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
+    }
+    /* Rank 0 gives up (its wait for rank 1 times out), and its caller reuses out_tokens. */
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    const size_t bytes = (size_t)run->S * run->row;
+    assert_cuda_ok(cudaMemsetAsync(run->r[0].d_out_tokens, 0x5a, bytes, run->team.stream[0]));
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    __atomic_store_n(&straggler_gate, 1, __ATOMIC_RELEASE);
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[1]));
+    uint8_t *got = hmalloc(bytes);
+    assert_cuda_ok(cudaMemcpy(got, run->r[0].d_out_tokens, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++) {
+        if (got[i] != 0x5a) {
+            fail_msg("rank 0's reused out_tokens byte %zu is 0x%02x: the straggler wrote into "
+                     "it after rank 0's dispatch had ended",
+                     i, got[i]);
+        }
+    }
+    free(got);
+    /* Rank 0 gave up waiting for rank 1.  On the direct path rank 1 then finds rank 0 closed
+     * and cannot deliver its rows: it reports an error too.  On the staged path rank 0 had
+     * pushed its rows into the group's own before giving up, so rank 1 may well complete. */
+    uint32_t err0 = 0, err1 = 0;
+    assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[0], &err0));
+    assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[1], &err1));
+    assert_int_equal(err0 & NCCLX_EP_ERROR_TIMEOUT, NCCLX_EP_ERROR_TIMEOUT);
+    const char *path = getenv("NCCLX_EP_HT_PATH");
+    if (path == NULL || strcasecmp(path, "STAGED") != 0) {
+        if (err1 == 0) {
+            fail_msg("the straggler (rank 1) reported no error on the direct path, where rank "
+                     "0's outputs were closed to it");
+        }
+    } else {
+        assert_int_equal(err1 & ~(uint32_t)NCCLX_EP_ERROR_TIMEOUT, 0);
+    }
+    ht_close(run);
+    free(run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -683,10 +769,8 @@ int main(void)
         cmocka_unit_test(test_stale_routing_tail),
         cmocka_unit_test(test_two_live_handles),
         cmocka_unit_test(test_argument_errors),
+        cmocka_unit_test(test_straggler_after_timeout),
     };
     ep_seed_init("test_ep_ht");
-    if (getenv("TEST_FILTER") != NULL) { /* e.g. TEST_FILTER='test_graph_*' */
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
-    }
-    return cmocka_run_group_tests_name("gpu_ep_ht", tests, NULL, NULL);
+    return ncclx_run_tests("gpu_ep_ht", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }

@@ -193,8 +193,5 @@ int main(void)
     };
     setvbuf(stdout, NULL, _IONBF, 0);
     ep_seed_init("test_ep_ll_mask_repeat");
-    if (getenv("TEST_FILTER") != NULL) {
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ncclx_run_tests("gpu_ep_ll_mask_repeat", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }

@@ -539,8 +539,5 @@ int main(void)
         return 1;
     }
     ep_seed_init("test_ep_ll_shapes");
-    if (getenv("TEST_FILTER") != NULL) { /* e.g. TEST_FILTER='test_grid_*': those tests alone */
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
-    }
-    return cmocka_run_group_tests_name("gpu_ep_ll_shapes", tests, NULL, NULL);
+    return ncclx_run_tests("gpu_ep_ll_shapes", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }

@@ -860,8 +860,5 @@ int main(void)
         cmocka_unit_test(test_group_of_100), cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_refusals),     cmocka_unit_test(test_launch_failure),
     };
-    if (getenv("TEST_FILTER") != NULL) {
-        cmocka_set_test_filter(getenv("TEST_FILTER"));
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ncclx_run_tests("gpu_m2n", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }

@@ -155,7 +155,7 @@ static void test_ht_deepseek_prefill_8_ranks(void **state)
     /* Payload P = 7168 * 2 = 14336; combine row = a16(7168 * 2) = 14336.  Symmetric, each
      * region at the next 256 bytes:
      *   HT routing map       T * ceil(E / 32) * 4 = 4096 * 8 * 4     =    131072 at 0
-     *   HT signals           (6 * R + 8) * 8      = (6 * 8 + 8) * 8  =       448 at 131072
+     *   HT signals           (6 * R + 16) * 8     = (6 * 8 + 16) * 8 =       512 at 131072
      *   HT dispatch rows     S * P                = 32768 * 14336    = 469762048 at 131584
      *   HT dispatch metadata S * K * 8            = 32768 * 8 * 8    =   2097152 at 469893632
      *   HT combine rows      S * 14336                               = 469762048 at 471990784
@@ -240,7 +240,7 @@ static void test_ht_across_nodes_refused(void **state)
                        "is not implemented in this release");
     team.lsa_size = 16;
     s = sizes_of(groups, 1, 0, &team);
-    /* S = 16 * 4096 = 65536: map 131072 + signals (6 * 16 + 8) * 8 = 832 -> 1024 (the next
+    /* S = 16 * 4096 = 65536: map 131072 + signals (6 * 16 + 16) * 8 = 896 -> 1024 (the next
      * 256 multiple) + 2 * 65536 * 14336 + 65536 * 64 + 65536 * 32 = 1879048192 + 4194304
      * + 2097152. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
@@ -416,7 +416,7 @@ static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
     /* S = 2^31 - 1 with the widest rows (H = 65536 BF16: P = combine row = 131072) and the HT
      * top-k bound K = 32.  Symmetric:
      *   map T * ceil(4096 / 32) * 4 = 2^20 * 128 * 4 = 536870912 at 0
-     *   signals (6 * 4096 + 8) * 8 = 196672 -> 196864 at 536870912
+     *   signals (6 * 4096 + 16) * 8 = 196736 -> 196864 at 536870912
      *   then S * (131072 dispatch + 32 * 8 metadata + 131072 combine + 32 * 4 gradients)
      *   = S * 262528 at 537067776 (each of the first three a multiple of 256). */
     g.max_recv_tokens_per_rank = (uint32_t)S;
