@@ -14,6 +14,10 @@
 # seconds from the start, each is cut at the budget's end (recorded "cut (budget, ...)", not a
 # failure, when it had reported no error), and those left out are recorded as "skipped (budget)".
 set -uo pipefail
+# The loopback teams' streams need their own hardware queues.  ncclxLoopbackInit sets this
+# only when CUDA has not started yet in the process, and compute-sanitizer starts it before
+# the test's main: without the export the sanitized 8-rank MXFP8 routing timed out.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 suite_start=$(date +%s)
 budget=${GPU_SUITE_BUDGET_S:-0}
 log_dir=$1
