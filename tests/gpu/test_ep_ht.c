@@ -233,6 +233,19 @@ static void test_trap(void **state)
     free(run);
 }
 
+/* Random routing in which every rank sends its whole batch (so every rank sends to every
+ * other), outputs poisoned, routed. */
+static void route_full_batches(ht_run_t *run)
+{
+    ht_fill(run, HT_RANDOM, 0, 0);
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = run->c.tokens;
+    }
+    ht_fill(run, HT_RANDOM, 0, 1);
+    ht_poison(run);
+    ht_route(run);
+}
+
 /* Ranks that disagree on one operation (rank 1 dispatches backward while the others dispatch
  * forward) read none of each other's rows: every rank reports a mismatch, outputs stay
  * untouched, and the next agreeing operations are exact. */
@@ -243,13 +256,7 @@ static void test_mismatched_operation(void **state)
     ht_run_t *run = hmalloc(sizeof(*run));
     ht_case_t c = base_case(4, NCCLX_EP_LAYOUT_FLAT);
     ht_open(run, &c);
-    ht_fill(run, HT_RANDOM, 0, 0);
-    for (uint32_t r = 0; r < run->R; r++) {
-        run->r[r].n = c.tokens; /* every rank sends to every other */
-    }
-    ht_fill(run, HT_RANDOM, 0, 1);
-    ht_poison(run);
-    ht_route(run);
+    route_full_batches(run);
     for (uint32_t r = 0; r < run->R; r++) {
         ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, r == 1);
         assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
@@ -697,13 +704,7 @@ static void test_straggler_after_timeout(void **state)
     } else {
         assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
     }
-    ht_fill(run, HT_RANDOM, 0, 0);
-    for (uint32_t r = 0; r < run->R; r++) {
-        run->r[r].n = c.tokens; /* every rank sends its whole batch */
-    }
-    ht_fill(run, HT_RANDOM, 0, 1);
-    ht_poison(run);
-    ht_route(run);
+    route_full_batches(run);
     ep_team_sync(&run->team);
     __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
     assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[1], open_when_told, NULL));
