@@ -41,11 +41,20 @@ sbin() {
     if command -v "$1" >/dev/null 2>&1; then command -v "$1"; else echo "/usr/sbin/$1"; fi
 }
 
-# A TCP port nothing listens on (bash's /dev/tcp connect fails).
+# A TCP port nothing listens on (bash's /dev/tcp connect fails), outside the kernel's range of
+# ephemeral ports: a port there can be the local end of some outgoing connection, which no
+# connect test sees and which makes the daemon's bind fail ("Address already in use").
 free_port() {
-    local port tries=0
+    local port tries=0 low=32768 high=60999 first span
+    read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    if [ "$low" -gt 12000 ]; then
+        first=10000 span=$((low - 10000))
+    else
+        first=$((high + 1)) span=$((65535 - high))
+    fi
+    [ "$span" -ge 100 ] || die "no room for ports outside the ephemeral range $low-$high"
     while [ $tries -lt 200 ]; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((first + RANDOM % span))
         if ! (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             echo "$port"
             return 0
@@ -151,7 +160,7 @@ show_logs() {
 }
 
 cmd_start() {
-    local dir=$1 host ctld_port slurmd_port
+    local dir=$1 host ctld_port slurmd_port try
     [ "$(id -u)" -eq 0 ] || die "the private cluster runs its daemons as root: run as root"
     require_programs
     case "$dir" in
@@ -160,21 +169,33 @@ cmd_start() {
     esac
     [ -z "$(ls -A "$dir" 2>/dev/null)" ] || die "$dir is not empty"
     host=$(hostname -s) || die "hostname -s failed"
-    mkdir -p "$dir/munge" "$dir/run" "$dir/log" "$dir/state" "$dir/spool" "$dir/tmp" ||
-        die "cannot create $dir"
-    chmod 755 "$dir" "$dir/run" || die "chmod in $dir failed"
-    chmod 700 "$dir/munge" || die "chmod in $dir failed"
-    ctld_port=$(free_port) && slurmd_port=$(free_port) || exit 1
-    while [ "$slurmd_port" = "$ctld_port" ]; do
-        slurmd_port=$(free_port) || exit 1
-    done
-    write_conf "$dir" "$host" "$ctld_port" "$slurmd_port"
-    echo "export SLURM_CONF='$dir/slurm.conf'" >"$dir/env"
-    if ! start_munge "$dir" || ! start_slurm "$dir"; then
+    # A port taken between the check and the bind is not a reason to fail: up to 3 tries,
+    # each with new ports in an emptied directory.
+    for try in 1 2 3; do
+        mkdir -p "$dir/munge" "$dir/run" "$dir/log" "$dir/state" "$dir/spool" "$dir/tmp" ||
+            die "cannot create $dir"
+        chmod 755 "$dir" "$dir/run" || die "chmod in $dir failed"
+        chmod 700 "$dir/munge" || die "chmod in $dir failed"
+        ctld_port=$(free_port) && slurmd_port=$(free_port) || exit 1
+        while [ "$slurmd_port" = "$ctld_port" ]; do
+            slurmd_port=$(free_port) || exit 1
+        done
+        write_conf "$dir" "$host" "$ctld_port" "$slurmd_port"
+        echo "export SLURM_CONF='$dir/slurm.conf'" >"$dir/env"
+        if start_munge "$dir" && start_slurm "$dir"; then
+            return 0
+        fi
         show_logs "$dir"
-        cmd_stop "$dir"
-        die "could not start the private Slurm cluster in $dir"
-    fi
+        if [ "$try" -lt 3 ] && grep -qs "Address already in use" "$dir"/log/*; then
+            echo "slurm_cluster.sh: a port was taken (try $try of 3): again with new ports" >&2
+            stop_daemons "$dir"
+            rm -rf "${dir:?}"/* || die "cannot empty $dir"
+            continue
+        fi
+        break
+    done
+    cmd_stop "$dir"
+    die "could not start the private Slurm cluster in $dir"
 }
 
 # The pid in pid file $1 if that process is alive and one of ours (its command line names
