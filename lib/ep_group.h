@@ -67,6 +67,9 @@ struct ncclxEpGroup {
      * group's earlier work is known complete. */
     ncclxStream_t last_stream;
     struct CUevent_st *op_done;
+    /* The stream of the send_only send in flight (send_in_flight): its ncclxEpComplete must
+     * come on the same stream, eager or captured alike. */
+    ncclxStream_t send_stream;
 };
 typedef struct ncclxEpGroup ncclx_ep_group_t;
 

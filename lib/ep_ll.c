@@ -112,20 +112,41 @@ void ncclx_ep_clear_stale_cuda_error(const char *call)
     }
 }
 
+/* Whether stream is being captured into a graph (*capturing).  The error names call: a stream
+ * CUDA cannot answer for (the legacy stream while another thread captures in global mode) is
+ * refused rather than taken for an eager one. */
+static ncclxResult_t ncclx_ep_stream_capturing(ncclxStream_t stream, const char *call,
+                                               int *capturing)
+{
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing((cudaStream_t)stream, &capture);
+    if (err != cudaSuccess) {
+        return NCCLX_ERROR(ncclxCudaError, "%s: cudaStreamIsCapturing(stream %p): %s", call,
+                           (void *)stream, cudaGetErrorString(err));
+    }
+    *capturing = capture != cudaStreamCaptureStatusNone;
+    return ncclxSuccess;
+}
+
 /*
- * One stream per group: an operation on a stream other than the last one's is refused until
- * the group's earlier work is known complete (its event has fired), because two streams
- * would race on the group's sequence numbers and receive buffers.
+ * One stream per group, for eager work: an eager operation on a stream other than the last
+ * eager one's is refused until the group's earlier eager work is known complete (its event
+ * has fired), because two streams would race on the group's sequence numbers and receive
+ * buffers.  Captures are neither checked nor remembered: a graph's launches run only when the
+ * caller replays it, ordered by the stream it is replayed on, so the caller orders replays
+ * against eager calls (docs/ep-ll.md, "Streams and graphs").  Remembering a capture would
+ * also break the group: CUDA refuses to query an event last recorded inside a capture, so
+ * every later eager call on another stream would fail (the PyTorch pattern: warm up and
+ * capture on a side stream, then keep calling eagerly on the program's own streams).
  */
 ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *g, ncclxStream_t stream, const char *call)
 {
-    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    int capturing = 0;
     if (g->op_done == NULL || stream == g->last_stream || g->last_stream == NULL) {
         return ncclxSuccess;
     }
-    /* An event cannot be queried while a capture is under way: capture is not checked. */
-    if (cudaStreamIsCapturing((cudaStream_t)stream, &capture) == cudaSuccess &&
-        capture != cudaStreamCaptureStatusNone) {
+    NCCLX_CHECK(ncclx_ep_stream_capturing(stream, call, &capturing));
+    if (capturing) {
         return ncclxSuccess;
     }
     cudaError_t err = cudaEventQuery(g->op_done);
@@ -142,16 +163,21 @@ ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *g, ncclxStream_t stream, c
     return ncclxSuccess;
 }
 
-/* After a successful enqueue: remember the stream and mark the end of the group's work. */
+/* After a successful enqueue: an eager operation's stream is remembered and the end of the
+ * group's work marked by the event; a captured one changes nothing (see above). */
 ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *g, ncclxStream_t stream)
 {
-    ncclxResult_t res = ncclxSuccess;
-    g->last_stream = stream;
-    if (g->op_done != NULL) {
-        NCCLX_CUDA_CHECK_GOTO(cudaEventRecord(g->op_done, (cudaStream_t)stream), res, out);
+    int capturing = 0;
+    if (g->op_done == NULL) { /* a group without CUDA state (host-only tests) */
+        g->last_stream = stream;
+        return ncclxSuccess;
     }
-out:
-    return res;
+    NCCLX_CHECK(ncclx_ep_stream_capturing(stream, "ncclx_ep_mark_stream", &capturing));
+    if (capturing) {
+        return ncclxSuccess;
+    }
+    g->last_stream = stream;
+    return NCCLX_CUDA_STATUS(cudaEventRecord(g->op_done, (cudaStream_t)stream));
 }
 
 ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t *group)
@@ -497,7 +523,7 @@ static ncclxResult_t ncclx_launch_send(ncclx_ep_handle_t *h, ncclx_ep_pending_t 
     }
     h->pending = what;
     g->send_in_flight = h;
-    g->last_stream = stream;
+    g->send_stream = stream;
 out:
     return res;
 }
@@ -588,11 +614,11 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
                            "dispatch or combine in flight",
                            h->index);
     }
-    if (stream != h->group->last_stream) {
+    if (stream != h->group->send_stream) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxEpComplete: stream %p is not the stream %p of handle %u's send: "
                            "a group runs on one stream",
-                           (void *)stream, (void *)h->group->last_stream, h->index);
+                           (void *)stream, (void *)h->group->send_stream, h->index);
     }
     return ncclx_launch_pending(h, stream, "ncclxEpComplete");
 }

@@ -35,14 +35,18 @@
  * against the group and the handle and names the offending field; nothing here allocates, and
  * every call can be captured in a CUDA graph.
  *
- * Streams and threads: a group runs on one stream.  Handle create/update, dispatch, combine,
- * complete and the mask calls of one group are refused (ncclxInvalidUsage) on a stream other
- * than the one of the group's previous operation until that operation is known complete
- * (synchronize the old stream before switching); calls made while a stream capture is under
- * way are not checked (an event cannot be queried then).  Graph replays are not seen by the
- * library: replay a group's graph on one stream at a time, and not while eager work of the group is
- * in flight on another.  Calls on one group (and its handles) need external synchronization between
- * threads; different groups and contexts may be driven from different threads.
+ * Streams, graphs and threads: a group's eager work runs on one stream at a time.  Handle
+ * create/update/import, dispatch, combine, layout, the mask calls and the error clear of one
+ * group are refused (ncclxInvalidUsage) on a stream other than the one of the group's previous
+ * eager operation until that operation is known complete (synchronize the old stream before
+ * switching).  Calls made while their stream is being captured are neither checked nor
+ * remembered: a capture enqueues nothing, so it may happen on any stream (the PyTorch pattern:
+ * warm up and capture on a side stream, keep calling eagerly on the program's own streams,
+ * replay on any of them).  Graph replays are not seen by the library: replay a group's graphs
+ * on one stream at a time, and not while eager work of the group is in flight on another
+ * stream.  ncclxEpComplete comes on the stream of its send_only call, captured or eager.  Calls
+ * on one group (and its handles) need external synchronization between threads; different
+ * groups and contexts may be driven from different threads.
  *
  * Failed launches: if the receive half of a dispatch or combine fails to launch after its send
  * ran, the operation stays in flight and ncclxEpComplete retries it (it is never sent twice);

@@ -638,6 +638,99 @@ static void test_graph_replay(void **state)
     printf("# graph replay: 50 replays of a call and a group on 8 ranks, exact\n");
 }
 
+/* One eager reshard of x (then a group of it and itself) on the team's current streams, on new
+ * data, checked byte for byte; also an M2N async error clear on each stream. */
+static void stream_pattern_eager(team_t *t, const tensor_t *x, const tiles_t *tl, const char *where)
+{
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    const uint64_t salt = rnd();
+    upload(t, tl, salt, keep, &kept);
+    reshard_all(t, x, tl, 1);
+    team_sync(t);
+    check(t, tl, salt, 1, where);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
+static void stream_pattern_replay(team_t *t, const tiles_t *tl, cudaGraphExec_t *exec,
+                                  const char *where)
+{
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    const uint64_t salt = rnd();
+    upload(t, tl, salt, keep, &kept);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        assert_int_equal(cudaGraphLaunch(exec[r], t->stream[r]), cudaSuccess);
+    }
+    team_sync(t);
+    check(t, tl, salt, 1, where);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
+/* The PyTorch graph pattern (tests/gpu/test_ep_streams.c runs it for EP): eager on stream A, a
+ * warm-up and a capture on a side stream C, eager on A again and on a third stream B, replays
+ * on A and on B, eager once more; every byte checked each time. */
+static void test_stream_pattern(void **state)
+{
+    (void)state;
+    rng_reset("stream_pattern");
+    const uint64_t g[3] = {64, 96, 1};
+    tensor_t x = tensor(side1(2, g, 2, 2, 0, 0), side1(2, g, 2, 2, 2, 1));
+    team_t t;
+    tiles_t tl;
+    cudaStream_t a[MAX_RANKS], b[MAX_RANKS], c[MAX_RANKS];
+    cudaGraphExec_t exec[MAX_RANKS];
+    team_open(&t, 4, STAGING);
+    tiles_alloc(&t, &x, &tl);
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        a[r] = t.stream[r];
+        assert_int_equal(cudaStreamCreateWithFlags(&b[r], cudaStreamNonBlocking), cudaSuccess);
+        assert_int_equal(cudaStreamCreateWithFlags(&c[r], cudaStreamNonBlocking), cudaSuccess);
+    }
+    stream_pattern_eager(&t, &x, &tl, "eager on stream A");
+    memcpy(t.stream, c, sizeof(c));
+    stream_pattern_eager(&t, &x, &tl, "eager warm-up on side stream C");
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        cudaGraph_t graph = NULL;
+        const ncclxM2nTensor_t src = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, r));
+        const ncclxM2nTensor_t dst = descriptor(&x.dst, x.dtype, tile_ptr(&tl, 1, r));
+        assert_int_equal(cudaStreamBeginCapture(c[r], cudaStreamCaptureModeThreadLocal),
+                         cudaSuccess);
+        assert_ncclx_ok(ncclxM2nReshard(t.ctx[r], &src, &dst, (ncclxStream_t)c[r]));
+        assert_int_equal(cudaStreamEndCapture(c[r], &graph), cudaSuccess);
+        assert_int_equal(cudaGraphInstantiate(&exec[r], graph, 0), cudaSuccess);
+        assert_int_equal(cudaGraphDestroy(graph), cudaSuccess);
+    }
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    memcpy(t.stream, a, sizeof(a));
+    stream_pattern_eager(&t, &x, &tl, "eager on stream A after the capture");
+    memcpy(t.stream, b, sizeof(b));
+    stream_pattern_eager(&t, &x, &tl, "eager on a third stream B");
+    memcpy(t.stream, a, sizeof(a));
+    stream_pattern_replay(&t, &tl, exec, "graph replay on stream A");
+    memcpy(t.stream, b, sizeof(b));
+    stream_pattern_replay(&t, &tl, exec, "graph replay on stream B");
+    memcpy(t.stream, a, sizeof(a));
+    stream_pattern_eager(&t, &x, &tl, "eager on stream A after the replays");
+    for (uint32_t r = 0; r < t.ranks; r++) {
+        uint32_t err = 1;
+        assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[r], &err));
+        assert_int_equal(err, 0);
+        assert_int_equal(cudaGraphExecDestroy(exec[r]), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(b[r]), cudaSuccess);
+        assert_int_equal(cudaStreamDestroy(b[r]), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(c[r]), cudaSuccess);
+        assert_int_equal(cudaStreamDestroy(c[r]), cudaSuccess);
+    }
+    team_close(&t);
+    tiles_free(&tl);
+    printf("# stream pattern: eager A, capture C, eager A and B, replays A and B, exact\n");
+}
+
 /* Refusals: a descriptor error on every rank moves nothing; a tile error on one rank makes
  * that rank fail and every other rank skip the call (REFUSED), and nothing moves; after a
  * clear the next call is exact. */
@@ -855,10 +948,11 @@ static void test_not_planned(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_not_planned),  cmocka_unit_test(test_matrix),
-        cmocka_unit_test(test_rounds),       cmocka_unit_test(test_models),
-        cmocka_unit_test(test_group_of_100), cmocka_unit_test(test_graph_replay),
-        cmocka_unit_test(test_refusals),     cmocka_unit_test(test_launch_failure),
+        cmocka_unit_test(test_not_planned),    cmocka_unit_test(test_matrix),
+        cmocka_unit_test(test_rounds),         cmocka_unit_test(test_models),
+        cmocka_unit_test(test_group_of_100),   cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_stream_pattern), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_launch_failure),
     };
     return ncclx_run_tests("gpu_m2n", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }
