@@ -14,7 +14,10 @@
 #include "context.h"
 #include "env.h"
 #include "gpu_check.h"
+#include "loopback_queues.h"
 
+/* More ranks than a GPU's hardware queues are refused by ncclx_loopback_check_queues; this bound
+ * only sizes the arrays of the entry points. */
 #define NCCLX_LOOPBACK_MAX_RANKS 1024u
 
 /* The shared symmetric block, freed by the last context that releases it. */
@@ -219,10 +222,8 @@ ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num
     /* The plans are imported and compared once, before the GPU is touched. */
     NCCLX_CHECK_GOTO(ncclx_loopback_plans(plans, num_ranks, &team, norm), res, out);
     /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
-     * front of a peer's send.  Effective only if CUDA is not initialized yet in this process. */
-    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) != 0) {
-        NCCLX_WARN("could not set CUDA_DEVICE_MAX_CONNECTIONS for the loopback team");
-    }
+     * front of a peer's send (lib/loopback_queues.h). */
+    NCCLX_CHECK_GOTO(ncclx_loopback_check_queues(num_ranks, cuda_device), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(cuda_device), res, out);
     {
         ncclx_layout_t layout;

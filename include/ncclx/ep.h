@@ -391,6 +391,11 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayout
  * kernels as real ranks.  Drive rank r with contexts[r] on its own non-blocking stream; all
  * ranks' calls of one operation must be enqueued before any of them can finish.  The plan's
  * sm_budget (or an automatic share of the SMs) keeps the ranks' kernels co-resident.
+ * Each rank's stream needs a hardware queue of its own (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
+ * default, at most 32): this call sets 32 when CUDA has not started yet in the process, and
+ * refuses (ncclxInvalidUsage, saying what to do) a team of more ranks than the queues in effect
+ * -- more than 32 ranks, or more than 8 when CUDA started before this call without the variable
+ * (PyTorch, compute-sanitizer: export CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts).
  * Finalize every context with ncclxFinalize (any order).
  */
 ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
