@@ -7,10 +7,11 @@
 # (default print-tests: everything make check runs) names the tests that had to run there,
 # and each must have left a result: one that did not is a failure.  A cmocka program counts
 # each of its cases (plus one failure if it ended badly outside a case: a crash, a sanitizer
-# report at exit, a timeout); any other test counts as one.  A test run in several directories
-# (the unit tests again under ASan/UBSan) is counted once: it passes only if it passed in
-# each.  Skipped cases and tests are listed.  Ends with "N passed, M failed"; exits nonzero if
-# anything failed, did not run, or a directory holds no build to ask.
+# report at exit, a timeout; and one if it ran zero cases); any other test counts as one.  A
+# test run in several directories (the unit tests again under ASan/UBSan) is counted once: it
+# passes only if it passed in each.  Skipped cases and tests are listed.  Ends with "N passed,
+# M failed"; exits nonzero if anything failed, did not run, or a directory holds no build to
+# ask.
 set -uo pipefail
 
 declare -A final # "test: case" -> pass | skip | fail, merged over the directories
@@ -83,6 +84,13 @@ for arg in "$@"; do
                     *) f=$((f + 1)); record "$t: $name" fail; lines+="    $st: $name"$'\n' ;;
                 esac
             done < <(cmocka_cases "$log")
+            # A cmocka program that ran no case tested nothing (an empty table, a filter that
+            # matched nothing): that is a failure, not a pass.
+            if [ $((p + f + s)) -eq 0 ]; then
+                f=1
+                record "$t: (no cases)" fail
+                lines+="    ran zero cases: it tested nothing (see $t.log)"$'\n'
+            fi
             # Ended badly outside any case (exit status, sanitizer report at exit, timeout).
             if [ "$result" != PASS ] && [ "$result" != SKIP ] && [ "$f" -eq 0 ]; then
                 f=1
