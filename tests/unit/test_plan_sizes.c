@@ -652,8 +652,18 @@ static void test_handle_piece_alignment(void **state)
                                   ht.totals,    ht.counts,  ht.offsets,  ht.zone_count,
                                   ht.zone_base, ht.em_next, ht.em_head};
             const uint64_t each[] = {
-                64,    tk * 4, tk * 4 / d.topk * d.ranks, tk * 4,      16, L * 4, (L + 1) * 4,
-                L * 4, L * 4,  d.recv_slots * 4ull,       d.recv_slots};
+                64,                               /* header */
+                tk * 4,                           /* idx */
+                (uint64_t)d.tokens * d.ranks * 4, /* flat_row */
+                tk * 4,                           /* em_row */
+                16,                               /* totals */
+                L * 4,                            /* counts */
+                (L + 1) * 4,                      /* offsets */
+                L * 4,                            /* zone_count */
+                L * 4,                            /* zone_base */
+                d.recv_slots * 4ull,              /* em_next (MXFP8) */
+                d.recv_slots,                     /* em_head (MXFP8) */
+            };
             for (size_t k = 0; k < 11; k++) {
                 if (k >= 9 && !mx) {
                     break; /* the MXFP8 row links only with the MXFP8 recipe */
