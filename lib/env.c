@@ -155,6 +155,17 @@ ncclxResult_t ncclx_env_get_uint(ncclx_env_id_t id, uint64_t *value)
     return ncclxSuccess;
 }
 
+uint64_t ncclx_env_timeout_ns(uint64_t fallback_ns)
+{
+    uint64_t ms = 0;
+    /* The table bounds the milliseconds to a day: the nanoseconds stay far inside 64 bits. */
+    if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) == NULL ||
+        ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &ms) != ncclxSuccess) {
+        return fallback_ns;
+    }
+    return ms * 1000000ull;
+}
+
 const char *ncclx_env_get_string(ncclx_env_id_t id)
 {
     const char *raw = ncclx_env_raw(id);

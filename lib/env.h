@@ -44,6 +44,13 @@ ncclxResult_t ncclx_env_get_uint(ncclx_env_id_t id, uint64_t *value);
 /** Parses a string variable (any value); *value is the default ("" = NULL) when unset. */
 const char *ncclx_env_get_string(ncclx_env_id_t id);
 
+/**
+ * The GPU wait timeout in nanoseconds, the unit of the kernels' clock (globaltimer):
+ * NCCLX_TIMEOUT_MS * 1000000 when that variable is set (and valid: ncclxEnvValidate runs at
+ * init), else fallback_ns (the plan's timeout_ns, or NCCLX_DEFAULT_TIMEOUT_NS).
+ */
+uint64_t ncclx_env_timeout_ns(uint64_t fallback_ns);
+
 /** Same checks without logging or recording an error: for the logger, which cannot log. */
 int ncclx_env_choice_quiet(ncclx_env_id_t id, int *index);
 

@@ -71,13 +71,7 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     if (g->masked_by_update != NULL) {
         memset(g->masked_by_update, 0, g->dims.ranks); /* the host arena is not zeroed */
     }
-    if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
-        uint64_t ms = 0;
-        /* Validated by ncclxEnvValidate at init: garbage never gets here. */
-        if (ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &ms) == ncclxSuccess) {
-            d->timeout_ns = ms * 1000000ull;
-        }
-    }
+    d->timeout_ns = ncclx_env_timeout_ns(d->timeout_ns); /* NCCLX_TIMEOUT_MS wins */
     if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
         ncclx_ep_ht_group_bind(g, ctx);
     }

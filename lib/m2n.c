@@ -96,13 +96,7 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
         (unsigned *)((char *)ctx->arenas.mapped_device + r->m2n_status); /* device view */
     m->state = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->m2n_state);
     *m->status = 0;
-    if (ncclx_env_raw(NCCLX_ENV_TIMEOUT_MS) != NULL) {
-        uint64_t ms = 0;
-        /* Validated by ncclxEnvValidate at init. */
-        if (ncclx_env_get_uint(NCCLX_ENV_TIMEOUT_MS, &ms) == ncclxSuccess) {
-            timeout_ns = ms * 1000000ull;
-        }
-    }
+    timeout_ns = ncclx_env_timeout_ns(timeout_ns);
     {
         ncclx_m2n_launch_t *l = &m->launch;
         unsigned long long *counts = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->m2n_counts);

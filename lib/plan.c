@@ -247,8 +247,13 @@ uint64_t ncclx_plan_hash(const ncclx_plan_norm_t *norm)
     return h;
 }
 
+/* Sized from the tables themselves: a field added to a table cannot outgrow the array. */
+#define NCCLX_PLAN_MAX_VALUES                                          \
+    (NCCLX_COUNT(ncclx_team_fields) + NCCLX_COUNT(ncclx_plan_fields) + \
+     NCCLX_MAX_EP_GROUPS * NCCLX_COUNT(ncclx_group_fields))
+
 typedef struct {
-    uint64_t values[3 + 2 + NCCLX_MAX_EP_GROUPS * NCCLX_COUNT(ncclx_group_fields)];
+    uint64_t values[NCCLX_PLAN_MAX_VALUES];
     uint32_t count;
 } ncclx_plan_values_t;
 
@@ -257,6 +262,9 @@ static int ncclx_collect_field(const ncclx_plan_field_t *f, int group, uint64_t 
     ncclx_plan_values_t *v = arg;
     (void)f;
     (void)group;
+    if (v->count >= NCCLX_PLAN_MAX_VALUES) {
+        return 1; /* unreachable (the walk visits at most the array's size); never overrun */
+    }
     v->values[v->count++] = value;
     return 0;
 }

@@ -137,6 +137,19 @@ static ncclxResult_t ncclx_check_recipes(const ncclxEpGroupPlan_t *g, uint32_t g
                                  g->token_dtypes);
     }
     if (g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) {
+        /* The bounds come first, so that a value past them is named as such whatever its
+         * other faults; they keep every product of the sizing far inside 64 bits. */
+        if (g->max_token_bytes > NCCLX_EP_MAX_TOKEN_BYTES) {
+            return GROUP_FIELD_ERROR(gi, "max_token_bytes",
+                                     "=%u exceeds %u (NCCLX_EP_MAX_TOKEN_BYTES: an FP32 row of "
+                                     "the largest hidden size)",
+                                     g->max_token_bytes, NCCLX_EP_MAX_TOKEN_BYTES);
+        }
+        if (g->max_scale_bytes > NCCLX_EP_MAX_SCALE_BYTES) {
+            return GROUP_FIELD_ERROR(gi, "max_scale_bytes",
+                                     "=%u exceeds %u (NCCLX_EP_MAX_SCALE_BYTES)",
+                                     g->max_scale_bytes, NCCLX_EP_MAX_SCALE_BYTES);
+        }
         if (g->max_token_bytes == 0 || g->max_token_bytes % 16 != 0) {
             return GROUP_FIELD_ERROR(gi, "max_token_bytes",
                                      "=%u: QUANT_FWD needs the row size in "

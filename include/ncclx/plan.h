@@ -78,6 +78,11 @@ typedef enum {
 #define NCCLX_MAX_RANKS                 65536u
 #define NCCLX_EP_MAX_LL_RANKS           1024u /**< an LL group spans one load/store domain */
 #define NCCLX_DEFAULT_TIMEOUT_NS        100000000000ull /**< 100 s */
+/* QUANT_FWD row bounds (max_token_bytes, max_scale_bytes): a token row of at most an FP32 row
+ * of the largest hidden size (NCCLX_EP_MAX_HIDDEN * 4), a scale row of at most one FP32 scale
+ * per 4 of its elements.  They keep every size derived from a plan far inside 64 bits. */
+#define NCCLX_EP_MAX_TOKEN_BYTES 262144u
+#define NCCLX_EP_MAX_SCALE_BYTES 65536u
 
 /** HT receive overflow policy (ncclxEpGroupPlan_t.overflow_policy): what happens to the
  *  tokens of a routing that needs more than max_recv_tokens_per_rank receive rows. */
@@ -100,8 +105,10 @@ typedef struct {
     uint32_t recipes;                      /**< NCCLX_EP_RECIPE_* set */
     uint32_t max_dispatch_tokens_per_rank; /**< tokens one rank sends in one dispatch */
     uint32_t max_recv_tokens_per_rank;     /**< HT receive slots; 0 = ranks * max_dispatch */
-    uint32_t max_token_bytes;              /**< QUANT_FWD: bytes per token row, multiple of 16 */
-    uint32_t max_scale_bytes;              /**< QUANT_FWD: scale bytes per token row */
+    uint32_t max_token_bytes;              /**< QUANT_FWD: bytes per token row, multiple of 16,
+                                                at most NCCLX_EP_MAX_TOKEN_BYTES; 0 without */
+    uint32_t max_scale_bytes;              /**< QUANT_FWD: scale bytes per token row, at most
+                                                NCCLX_EP_MAX_SCALE_BYTES; 0 without */
     uint32_t expert_alignment;             /**< HT expert-major padding of each expert; 0 = 1 */
     uint32_t enable_mask;                  /**< LL: keep an active mask (fault tolerance) */
     uint32_t num_handles;                  /**< handles the group may hold at once, >= 1 */

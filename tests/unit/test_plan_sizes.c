@@ -382,6 +382,366 @@ static void test_quant_fwd_and_fp32_widen_slots(void **state)
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 40ull);
 }
 
+/* ---- Expectations from docs/plan-sizing.md alone (not from lib/ep_dims.c) ---- */
+
+static uint64_t a16(uint64_t v)
+{
+    return (v + 15) / 16 * 16;
+}
+
+static uint64_t a256(uint64_t v)
+{
+    return (v + 255) / 256 * 256;
+}
+
+/* What an LL group of one plan (no M2N) costs, by the documented formulas. */
+typedef struct {
+    uint32_t R, T, K, H, E, N;
+    int expert_major, rank_major, mask, fp32, none, fp8;
+    uint32_t quant_token_bytes, quant_scale_bytes; /* QUANT_FWD when quant_token_bytes > 0 */
+} ll_shape_t;
+
+typedef struct {
+    uint64_t P, M, rows, slot, handle, symmetric, device;
+} ll_expect_t;
+
+static ll_expect_t ll_expect(const ll_shape_t *x)
+{
+    ll_expect_t e;
+    uint64_t p = 0, off;
+    const uint64_t S = (uint64_t)x->R * x->T;
+    /* P: the widest of the enabled recipes' rows, a 16-byte multiple. */
+    if (x->none) {
+        p = (uint64_t)x->H * (x->fp32 ? 4 : 2);
+    }
+    if (x->quant_token_bytes > 0) {
+        uint64_t q = a16(x->quant_token_bytes) + a16(x->quant_scale_bytes);
+        p = q > p ? q : p;
+    }
+    if (x->fp8) {
+        uint64_t f = a16(x->H) + a16((uint64_t)x->H / 128 * 4);
+        p = f > p ? f : p;
+    }
+    e.P = a16(p);
+    e.M = 16 + a16((uint64_t)x->K * 8) + e.P;
+    e.rows = x->expert_major ? x->K : (x->K < x->R ? x->K : x->R);
+    e.slot = a16((uint64_t)x->H * (x->fp32 ? 4 : 2));
+    /* Symmetric: dispatch, combine, signals, mask words, each on 256 bytes. */
+    off = 2 * S * e.M;
+    off = a256(off) + 2 * (uint64_t)x->T * e.rows * e.slot;
+    off = a256(off) + 2 * (uint64_t)x->R * 16;
+    if (x->mask) {
+        off = a256(off) + (uint64_t)x->R * 20;
+    }
+    e.symmetric = off;
+    /* Handle: idx, route, send and receive counts, received tokens, expert rows. */
+    e.handle = 2 * a16((uint64_t)x->T * x->K * 4) + 2 * a16((uint64_t)x->R * 4) + a16(S * 4) +
+               (x->expert_major ? a16(S * x->K * 4) : 0);
+    e.handle = a256(e.handle);
+    /* Device (a one-node team: A = R): peer table, scratch, state, decisions, mask, handles. */
+    off = (uint64_t)x->R * 8;
+    off = a256(off) + 256;
+    off = a256(off) + 256;
+    if (x->mask) {
+        off = a256(off) + 2 * (uint64_t)x->R * 8;
+        off = a256(off) + (uint64_t)x->R * 4;
+    }
+    e.device = a256(off) + x->N * e.handle;
+    return e;
+}
+
+static ncclxEpGroupPlan_t ll_plan_of(const ll_shape_t *x)
+{
+    ncclxEpGroupPlan_t g = NCCLX_EP_GROUP_PLAN_INIT;
+    g.algorithm = NCCLX_EP_ALGO_LL;
+    g.num_experts = x->E;
+    g.max_topk = x->K;
+    g.hidden = x->H;
+    g.token_dtypes =
+        NCCLX_DTYPE_BIT(NCCLX_BFLOAT16) | (x->fp32 ? NCCLX_DTYPE_BIT(NCCLX_FLOAT32) : 0u);
+    g.layouts = (x->expert_major ? NCCLX_EP_LAYOUT_EXPERT_MAJOR : 0u) |
+                (x->rank_major ? NCCLX_EP_LAYOUT_RANK_MAJOR : 0u);
+    g.recipes = (x->none ? NCCLX_EP_RECIPE_NONE : 0u) | (x->fp8 ? NCCLX_EP_RECIPE_FP8 : 0u) |
+                (x->quant_token_bytes ? NCCLX_EP_RECIPE_QUANT_FWD : 0u);
+    g.max_token_bytes = x->quant_token_bytes;
+    g.max_scale_bytes = x->quant_scale_bytes;
+    g.max_dispatch_tokens_per_rank = x->T;
+    g.enable_mask = (uint32_t)x->mask;
+    g.num_handles = x->N;
+    return g;
+}
+
+static void check_ll_shape(const ll_shape_t *x, const char *what)
+{
+    ncclxEpGroupPlan_t g = ll_plan_of(x);
+    const ncclxEpGroupPlan_t *groups[] = {&g};
+    ncclxTeam_t team = team_of(x->R, 1);
+    ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
+    ll_expect_t e = ll_expect(x);
+    if (s.total[NCCLX_MEM_SYMMETRIC] != e.symmetric || s.total[NCCLX_MEM_DEVICE] != e.device ||
+        s.per_handle[NCCLX_MEM_DEVICE] != e.handle) {
+        fail_msg("%s: symmetric %llu device %llu handle %llu; the documented formulas give "
+                 "%llu, %llu, %llu (P %llu, M %llu, %llu combine rows of %llu)",
+                 what, (unsigned long long)s.total[NCCLX_MEM_SYMMETRIC],
+                 (unsigned long long)s.total[NCCLX_MEM_DEVICE],
+                 (unsigned long long)s.per_handle[NCCLX_MEM_DEVICE],
+                 (unsigned long long)e.symmetric, (unsigned long long)e.device,
+                 (unsigned long long)e.handle, (unsigned long long)e.P, (unsigned long long)e.M,
+                 (unsigned long long)e.rows, (unsigned long long)e.slot);
+    }
+}
+
+/* FP8 as the only recipe: the wire row is E4M3 bytes plus float32 scales, never the BF16 row
+ * (NONE is off), and FP32 tokens widen the combine slot but not the payload. */
+static void test_ll_fp8_only(void **state)
+{
+    (void)state;
+    /* H = 7168: P = 7168 + a16(56 * 4 = 224) = 7392 (the BF16 row would be 14336);
+     * M = 16 + 64 + 7392 = 7472; dispatch 2 * 8 * 128 * 7472 = 15302656;
+     * combine 2 * 128 * 8 * 14336 = 29360128 at 15302656; signals 256 at 44662784. */
+    ll_shape_t x = {
+        .R = 8, .T = 128, .K = 8, .H = 7168, .E = 256, .N = 2, .expert_major = 1, .fp8 = 1};
+    ll_expect_t e = ll_expect(&x);
+    assert_int_equal(e.P, 7392);
+    assert_int_equal(e.M, 7472);
+    assert_int_equal(e.symmetric, 15302656ull + 29360128ull + 256ull);
+    check_ll_shape(&x, "FP8 only, H 7168");
+    /* H = 640: 5 scales of 4 bytes pad to 32: P = 672; K = 3: entries a16(24) = 32, M = 720. */
+    x = (ll_shape_t){
+        .R = 4, .T = 16, .K = 3, .H = 640, .E = 8, .N = 1, .expert_major = 1, .fp8 = 1};
+    e = ll_expect(&x);
+    assert_int_equal(e.P, 672);
+    assert_int_equal(e.M, 720);
+    check_ll_shape(&x, "FP8 only, H 640");
+    /* With FP32 tokens enabled: the payload is still the FP8 row (672), the slot 640 * 4. */
+    x.fp32 = 1;
+    e = ll_expect(&x);
+    assert_int_equal(e.P, 672);
+    assert_int_equal(e.slot, 2560);
+    check_ll_shape(&x, "FP8 only with FP32 tokens, H 640");
+    /* Rank-major, with a mask, on 2 ranks: the other regions follow the same rules. */
+    x = (ll_shape_t){
+        .R = 2, .T = 5, .K = 7, .H = 1152, .E = 16, .N = 3, .rank_major = 1, .mask = 1, .fp8 = 1};
+    check_ll_shape(&x, "FP8 only, rank-major, mask");
+    /* FP8 and NONE: the wider BF16 row wins (P = 2304). */
+    x.none = 1;
+    e = ll_expect(&x);
+    assert_int_equal(e.P, 2304);
+    check_ll_shape(&x, "FP8 and NONE");
+}
+
+/* Rank-major combine: one pre-reduced row per (token, rank), min(K, R) rows per token; with
+ * the expert-major layout also enabled, K rows (the expert-major receive needs them). */
+static void test_ll_rank_major_rows(void **state)
+{
+    (void)state;
+    /* K = 8 > R = 2: 2 rows.  T = 16, H = 1024 BF16 (slot 2048): combine 2 * 16 * 2 * 2048 =
+     * 131072; M = 16 + 64 + 2048 = 2128, dispatch 2 * 2 * 16 * 2128 = 136192 (a multiple of
+     * 256), signals 64. */
+    ll_shape_t x = {.R = 2, .T = 16, .K = 8, .H = 1024, .E = 8, .N = 1, .rank_major = 1, .none = 1};
+    ll_expect_t e = ll_expect(&x);
+    assert_int_equal(e.rows, 2);
+    assert_int_equal(e.symmetric, 136192ull + 131072ull + 64ull);
+    check_ll_shape(&x, "rank-major K 8 > R 2");
+    /* K = 16 > R = 4, and R = 1 (one row whatever K). */
+    x = (ll_shape_t){.R = 4,
+                     .T = 32,
+                     .K = 16,
+                     .H = 2048,
+                     .E = 64,
+                     .N = 2,
+                     .rank_major = 1,
+                     .mask = 1,
+                     .none = 1};
+    check_ll_shape(&x, "rank-major K 16 > R 4");
+    x = (ll_shape_t){.R = 1,
+                     .T = 32,
+                     .K = 16,
+                     .H = 2048,
+                     .E = 64,
+                     .N = 2,
+                     .rank_major = 1,
+                     .fp32 = 1,
+                     .none = 1};
+    assert_int_equal(ll_expect(&x).rows, 1);
+    check_ll_shape(&x, "rank-major K 16 > R 1");
+    /* K = R and K < R: K rows. */
+    x = (ll_shape_t){
+        .R = 8, .T = 16, .K = 8, .H = 1024, .E = 64, .N = 1, .rank_major = 1, .none = 1};
+    check_ll_shape(&x, "rank-major K 8 = R 8");
+    x = (ll_shape_t){
+        .R = 8, .T = 16, .K = 3, .H = 1024, .E = 64, .N = 1, .rank_major = 1, .none = 1};
+    assert_int_equal(ll_expect(&x).rows, 3);
+    check_ll_shape(&x, "rank-major K 3 < R 8");
+    /* Both layouts, K > R: the expert-major K rows, and the handle's expert rows. */
+    x = (ll_shape_t){.R = 2,
+                     .T = 16,
+                     .K = 8,
+                     .H = 1024,
+                     .E = 8,
+                     .N = 1,
+                     .expert_major = 1,
+                     .rank_major = 1,
+                     .none = 1};
+    assert_int_equal(ll_expect(&x).rows, 8);
+    check_ll_shape(&x, "both layouts K 8 > R 2");
+    /* QUANT_FWD at both bounds (rank-major, K > R): P = 262144 + 65536 = 327680. */
+    x = (ll_shape_t){.R = 2,
+                     .T = 1024,
+                     .K = 16,
+                     .H = 65536,
+                     .E = 16,
+                     .N = 4,
+                     .rank_major = 1,
+                     .mask = 1,
+                     .fp32 = 1,
+                     .none = 1,
+                     .quant_token_bytes = NCCLX_EP_MAX_TOKEN_BYTES,
+                     .quant_scale_bytes = NCCLX_EP_MAX_SCALE_BYTES};
+    e = ll_expect(&x);
+    assert_int_equal(e.P, 327680);
+    check_ll_shape(&x, "QUANT_FWD at the bounds, rank-major K 16 > R 2");
+}
+
+/* Each piece of a handle starts on 16 bytes, in the documented order and size, and the whole
+ * is a multiple of 256 (so every handle of a group's array starts on 256 too).  Odd shapes
+ * make an unaligned piece show. */
+static void test_handle_piece_alignment(void **state)
+{
+    static const uint32_t shapes[][4] = {
+        /* R, T, K, L */
+        {1, 1, 1, 1}, {3, 5, 7, 3}, {2, 9, 3, 5}, {7, 13, 5, 1}, {8, 128, 8, 32}, {5, 3, 16, 9},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        ncclx_ep_dims_t d;
+        ncclx_ep_ll_handle_layout_t ll;
+        ncclx_ep_ht_handle_layout_t ht;
+        memset(&d, 0, sizeof(d));
+        d.ranks = shapes[i][0];
+        d.tokens = shapes[i][1];
+        d.topk = shapes[i][2];
+        d.local_experts = shapes[i][3];
+        d.num_experts = d.ranks * d.local_experts;
+        d.recv_slots = d.ranks * d.tokens + 1; /* an HT budget of its own, odd */
+        for (int em = 0; em < 2; em++) {
+            const uint64_t tk = (uint64_t)d.tokens * d.topk, rt = (uint64_t)d.ranks * d.tokens;
+            uint64_t off = 0;
+            ncclx_ep_ll_handle_layout(&d, em, &ll);
+            const size_t got[] = {ll.idx, ll.route, ll.send_count, ll.recv_count, ll.recv_tok};
+            const uint64_t each[] = {tk * 4, tk * 4, d.ranks * 4ull, d.ranks * 4ull, rt * 4};
+            for (size_t k = 0; k < 5; k++) {
+                assert_int_equal(got[k] % 16, 0);
+                assert_int_equal(got[k], off);
+                off += a16(each[k]);
+            }
+            if (em) {
+                assert_int_equal(ll.recv_pos % 16, 0);
+                assert_int_equal(ll.recv_pos, off);
+                off += a16(rt * d.topk * 4);
+            }
+            assert_int_equal(ll.bytes % 256, 0);
+            assert_int_equal(ll.bytes, a256(off));
+        }
+        for (uint32_t mx = 0; mx < 2; mx++) {
+            const uint64_t tk = (uint64_t)d.tokens * d.topk, L = d.local_experts;
+            uint64_t off = 0;
+            d.mxfp8_combine = mx;
+            ncclx_ep_ht_handle_layout(&d, &ht);
+            const size_t got[] = {ht.header,    ht.idx,     ht.flat_row, ht.em_row,
+                                  ht.totals,    ht.counts,  ht.offsets,  ht.zone_count,
+                                  ht.zone_base, ht.em_next, ht.em_head};
+            const uint64_t each[] = {
+                64,                               /* header */
+                tk * 4,                           /* idx */
+                (uint64_t)d.tokens * d.ranks * 4, /* flat_row */
+                tk * 4,                           /* em_row */
+                16,                               /* totals */
+                L * 4,                            /* counts */
+                (L + 1) * 4,                      /* offsets */
+                L * 4,                            /* zone_count */
+                L * 4,                            /* zone_base */
+                d.recv_slots * 4ull,              /* em_next (MXFP8) */
+                d.recv_slots,                     /* em_head (MXFP8) */
+            };
+            for (size_t k = 0; k < 11; k++) {
+                if (k >= 9 && !mx) {
+                    break; /* the MXFP8 row links only with the MXFP8 recipe */
+                }
+                if (got[k] % 16 != 0 || got[k] != off) {
+                    fail_msg("HT handle piece %zu of shape %zu (MXFP8 %u) at %zu, expected %llu "
+                             "(16-aligned)",
+                             k, i, mx, got[k], (unsigned long long)off);
+                }
+                off += a16(each[k]);
+            }
+            assert_int_equal(ht.bytes % 256, 0);
+            assert_int_equal(ht.bytes, a256(off));
+        }
+    }
+}
+
+/* Every region of a plan starts on its class's alignment (256 device and symmetric, 64 host
+ * and mapped host), after the previous one of its class, and the handle arrays hold whole
+ * 256-byte handles. */
+typedef struct {
+    size_t end[NCCLX_MEM_NUM_CLASSES];
+    uint32_t count;
+} region_check_t;
+
+static void check_region(const ncclx_region_t *r, void *ctx)
+{
+    region_check_t *c = ctx;
+    const size_t align =
+        r->mem_class == NCCLX_MEM_DEVICE || r->mem_class == NCCLX_MEM_SYMMETRIC ? 256 : 64;
+    if (r->offset % align != 0 || r->offset < c->end[r->mem_class]) {
+        fail_msg("region %s of group %d at %zu: not on %zu bytes, or before the end %zu of the "
+                 "previous one",
+                 r->name, r->group, r->offset, align, c->end[r->mem_class]);
+    }
+    assert_true(r->offset - c->end[r->mem_class] < align); /* no gap past the alignment */
+    if (strcmp(r->name, "handle routing") == 0) {
+        assert_int_equal(r->each % 256, 0);
+    }
+    assert_int_equal(r->bytes, r->each * r->count);
+    c->end[r->mem_class] = r->offset + r->bytes;
+    c->count++;
+}
+
+static void test_region_alignment(void **state)
+{
+    ncclxEpGroupPlan_t ll = ll_group(), ht = ht_group();
+    ll_shape_t odd = {
+        .R = 8, .T = 5, .K = 3, .H = 640, .E = 8, .N = 3, .rank_major = 1, .mask = 1, .fp8 = 1};
+    ncclxEpGroupPlan_t fp8 = ll_plan_of(&odd);
+    const ncclxEpGroupPlan_t *groups[] = {&fp8, &ll, &ht, &fp8};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = team_of(8, 1);
+    ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
+    ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
+    ncclx_layout_t layout;
+    region_check_t check;
+    (void)state;
+    assert_non_null(norm);
+    assert_non_null(regions);
+    fp8.num_experts = 16; /* 2 local experts on 8 ranks */
+    ht.recipes |= NCCLX_EP_RECIPE_MXFP8;
+    ht.max_recv_tokens_per_rank = 1001; /* odd S: the MXFP8 row flags are S bytes */
+    plan.num_ep_groups = 4;
+    plan.ep_groups = groups;
+    plan.m2n_staging_bytes = 131072 + 100; /* the ring itself is not a 256 multiple */
+    memset(&check, 0, sizeof(check));
+    assert_ncclx_ok(ncclx_plan_import(&plan, &team, norm));
+    ncclx_layout_init_measure(&layout, check_region, &check);
+    assert_ncclx_ok(ncclx_plan_layout(&layout, norm, regions));
+    assert_int_equal(check.count, layout.num_regions);
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        assert_int_equal(layout.arena[c].used, check.end[c]);
+    }
+    free(norm);
+    free(regions);
+}
+
 /* The largest HT plan: 4096 ranks of one load/store team, 4096 experts, 2^20 tokens per rank.
  * The receive budget S must stay <= 2^31-1 rows; within it every size is exact in 64 bits,
  * far past 2^32. */
@@ -479,6 +839,10 @@ int main(void)
         cmocka_unit_test(test_m2n_staging_sizes),
         cmocka_unit_test(test_m2n_group_entries_sizes),
         cmocka_unit_test(test_quant_fwd_and_fp32_widen_slots),
+        cmocka_unit_test(test_ll_fp8_only),
+        cmocka_unit_test(test_ll_rank_major_rows),
+        cmocka_unit_test(test_handle_piece_alignment),
+        cmocka_unit_test(test_region_alignment),
         cmocka_unit_test(test_extreme_plan_sizes_or_fails_cleanly),
         cmocka_unit_test(test_plan_print_lists_regions),
     };

@@ -102,6 +102,24 @@ static const field_case_t cases[] = {
     {"HT QUANT_FWD max_token_bytes=0", BASE_HT, GROUP(max_token_bytes), 0, "non-zero multiple"},
     {"HT QUANT_FWD max_token_bytes=7170", BASE_HT, GROUP(max_token_bytes), 7170,
      "non-zero multiple"},
+    /* The upper bounds (NCCLX_EP_MAX_TOKEN_BYTES, NCCLX_EP_MAX_SCALE_BYTES) come before the
+     * multiple-of-16 rule: one past the bound is named as past it, and so is the next multiple
+     * of 16, so that a bound moved by one fails a row. */
+    {"HT max_token_bytes=262144 ok", BASE_HT, GROUP(max_token_bytes), NCCLX_EP_MAX_TOKEN_BYTES,
+     VALID},
+    {"HT max_token_bytes=262145", BASE_HT, GROUP(max_token_bytes), NCCLX_EP_MAX_TOKEN_BYTES + 1,
+     "=262145 exceeds 262144 (NCCLX_EP_MAX_TOKEN_BYTES"},
+    {"HT max_token_bytes=262160", BASE_HT, GROUP(max_token_bytes), NCCLX_EP_MAX_TOKEN_BYTES + 16,
+     "=262160 exceeds 262144"},
+    {"HT max_token_bytes=2^32-16", BASE_HT, GROUP(max_token_bytes), UINT32_MAX - 15,
+     "=4294967280 exceeds 262144"},
+    {"HT max_scale_bytes=0 ok", BASE_HT, GROUP(max_scale_bytes), 0, VALID},
+    {"HT max_scale_bytes=65536 ok", BASE_HT, GROUP(max_scale_bytes), NCCLX_EP_MAX_SCALE_BYTES,
+     VALID},
+    {"HT max_scale_bytes=65537", BASE_HT, GROUP(max_scale_bytes), NCCLX_EP_MAX_SCALE_BYTES + 1,
+     "=65537 exceeds 65536 (NCCLX_EP_MAX_SCALE_BYTES)"},
+    {"HT max_scale_bytes=2^32-1", BASE_HT, GROUP(max_scale_bytes), UINT32_MAX,
+     "=4294967295 exceeds 65536"},
     {"LL max_token_bytes without QUANT_FWD", BASE_LL, GROUP(max_token_bytes), 7168,
      "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
     {"LL max_scale_bytes without QUANT_FWD", BASE_LL, GROUP(max_scale_bytes), 224,
@@ -592,6 +610,32 @@ static void test_host_block(void **state)
     free(block);
 }
 
+/* The QUANT_FWD bounds hold for LL groups as for HT (the HT rows are in the table), both
+ * together at their largest, and the sizes at the bounds are exact (test_plan_sizes). */
+static void test_quant_fwd_bounds_ll(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
+    (void)state;
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD;
+    f.groups[0].max_token_bytes = NCCLX_EP_MAX_TOKEN_BYTES;
+    f.groups[0].max_scale_bytes = NCCLX_EP_MAX_SCALE_BYTES;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    f.groups[0].max_token_bytes = NCCLX_EP_MAX_TOKEN_BYTES + 16;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->max_token_bytes=262160 exceeds 262144");
+    f.groups[0].max_token_bytes = NCCLX_EP_MAX_TOKEN_BYTES;
+    f.groups[0].max_scale_bytes = NCCLX_EP_MAX_SCALE_BYTES + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->max_scale_bytes=65537 exceeds 65536");
+    /* Both past their bounds: the row bytes are named first. */
+    f.groups[0].max_token_bytes = UINT32_MAX;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->max_token_bytes=4294967295 exceeds 262144");
+}
+
 /* Top-k cannot exceed the experts there are, even under NCCLX_EP_MAX_TOPK / _HT_TOPK. */
 static void test_topk_above_experts(void **state)
 {
@@ -683,11 +727,17 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_valid_plans),        cmocka_unit_test(test_unimplemented_refused),
-        cmocka_unit_test(test_m2n_plan_rules),     cmocka_unit_test(test_mxfp8_plan_rules),
-        cmocka_unit_test(test_second_group_named), cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),         cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_rows_limit),    cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_quant_fwd_bounds_ll),
+        cmocka_unit_test(test_valid_plans),
+        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_m2n_plan_rules),
+        cmocka_unit_test(test_mxfp8_plan_rules),
+        cmocka_unit_test(test_second_group_named),
+        cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),
+        cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),
+        cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
