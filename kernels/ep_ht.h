@@ -75,7 +75,15 @@ typedef struct {
                                     copy-out, combine stage, combine reduce */
     unsigned int error;          /* NCCLX_EP_ERROR_* bits, published to the mapped status */
     unsigned int route_stopped;  /* the current routing does nothing (written by its publish) */
+    unsigned int dispatch_incomplete; /* a block of the current push refused a destination that
+                                         had not closed (a mismatch): the push's last block
+                                         signals PUSHED with NCCLX_EP_HT_WORD_INCOMPLETE mixed in
+                                         and clears it */
 } ncclx_ep_ht_state_t;
+
+/* Mixed into the operation word of a DISPATCH_PUSHED signal whose push left rows out for a
+ * rank that had not closed: no receiver's own word has it, so each reports a mismatch. */
+#define NCCLX_EP_HT_WORD_INCOMPLETE 0x800000u
 
 /* What every HT kernel of a group needs. */
 typedef struct {

@@ -173,16 +173,33 @@ __device__ __forceinline__ void publish_direct(const ncclx_ep_ht_group_desc_t &g
 // operation, when every signal is still 0).  False when a wait failed (timeout or halt,
 // reported) or a rank's tag is not `tag` or its rows not of `shape` (a mismatch, reported: it
 // published for an operation of another shape or routing); nothing is then written or read.
+// With skip_closed (a dispatch's push), a rank whose tag is closed (it gave up on this
+// operation: a timeout or a mismatch, which it reports itself) is refused alone: its out0[r]
+// and out1[r] are NULL, it is not claimed, and the block still serves every other rank, so
+// that a late pusher's rows reach every healthy rank (reported here as a mismatch: this
+// rank's rows for r were dropped).  *claimed, a __shared__ word of the caller, gets the ranks
+// claimed (bit r) for block_release_direct, which the caller calls when this returned true
+// (a word in shared memory: a register held across the caller's copy loop made the FP32
+// reduce spill under its two-blocks-per-SM bound).
 __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t &g, int tag_word,
                                                   int shape_word, int claim_word,
                                                   unsigned long long tag, unsigned long long shape,
-                                                  char **out0, char **out1)
+                                                  char **out0, char **out1, bool skip_closed,
+                                                  unsigned long long *claimed)
 {
+    static_assert(kThreads >= NCCLX_EP_HT_DIRECT_MAX_RANKS, "one thread per rank");
+    if (threadIdx.x == 0) {
+        *claimed = 0;
+    }
+    const int r = threadIdx.x;
     int ok = 1;
-    for (int r = threadIdx.x; r < g.ranks && ok; r += blockDim.x) {
-        const unsigned long long *w = direct_words(g, r);
+    bool closed = false;
+    volatile unsigned long long *w = r < g.ranks ? direct_words(g, r) : nullptr;
+    if (w != nullptr) {
         unsigned long long start = 0, t;
-        for (unsigned spins = 0; ((t = ld_acquire_sys(&w[tag_word])) >> 24) < (tag >> 24);
+        for (unsigned spins = 0;
+             ((t = ld_acquire_sys(const_cast<unsigned long long *>(&w[tag_word]))) >> 24) <
+             (tag >> 24);
              spins++) {
             if ((spins & 1023) == 0) {
                 const unsigned long long now = globaltimer();
@@ -199,49 +216,60 @@ __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t
                 }
             }
         }
-        if (ok && (t != tag || load_volatile(&w[shape_word]) != shape)) {
+        closed = ok && skip_closed && t == NCCLX_EP_HT_DIRECT_CLOSED;
+        if (closed) {
+            report_error(g, kErrorMismatch);
+        } else if (ok && (t != tag || w[shape_word] != shape)) {
             report_error(g, kErrorMismatch);
             ok = 0;
         }
-        out0[r] = reinterpret_cast<char *>(load_volatile(&w[tag_word + 1]));
+        out0[r] = closed ? nullptr : reinterpret_cast<char *>(w[tag_word + 1]);
         if (out1 != nullptr) {
-            out1[r] = reinterpret_cast<char *>(load_volatile(&w[tag_word + 2]));
+            out1[r] = closed ? nullptr : reinterpret_cast<char *>(w[tag_word + 2]);
         }
     }
     // Claims only once every rank has published (no waiting while one is held): the claim,
     // then the tag again.  A rank that closed its tag before the claim counted is refused
-    // here; one that closes after it waits for the release.
+    // here (alone, with skip_closed); one that closes after it waits for the release.
     if (__syncthreads_and(ok) == 0) {
         return false;
     }
-    int claimed = -1;
-    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
-        volatile unsigned long long *w = direct_words(g, r);
+    if (w != nullptr && !closed) {
         unsigned long long *claims = const_cast<unsigned long long *>(&w[claim_word]);
         atomicAdd(claims, 1ull);
         __threadfence();
-        if (w[tag_word] != tag) {
+        const unsigned long long now = w[tag_word];
+        if (now == tag) {
+            atomicOr(claimed, 1ull << r);
+        } else {
             atomicAdd(claims, ~0ull); // -1
             report_error(g, kErrorMismatch);
-            ok = 0;
-        } else {
-            claimed = r;
+            if (skip_closed && now == NCCLX_EP_HT_DIRECT_CLOSED) {
+                out0[r] = nullptr;
+                if (out1 != nullptr) {
+                    out1[r] = nullptr;
+                }
+            } else {
+                ok = 0;
+            }
         }
     }
     const bool all = __syncthreads_and(ok) != 0;
-    if (!all && claimed >= 0) {
-        atomicAdd(const_cast<unsigned long long *>(&direct_words(g, claimed)[claim_word]), ~0ull);
+    if (!all && w != nullptr && ((*claimed >> r) & 1ull) != 0) {
+        atomicAdd(const_cast<unsigned long long *>(&w[claim_word]), ~0ull);
     }
     return all;
 }
 
-// The block is done with every rank's buffers that block_load_direct claimed for it: each
-// claim is released after the block's reads and writes of them (the barrier, then a fence).
+// The block is done with the ranks' buffers that block_load_direct claimed for it (bit r of
+// *claimed): each claim is released after the block's reads and writes of them (the barrier,
+// then a fence).
 __device__ __forceinline__ void block_release_direct(const ncclx_ep_ht_group_desc_t &g,
-                                                     int claim_word)
+                                                     int claim_word,
+                                                     const unsigned long long *claimed)
 {
     __syncthreads();
-    if (threadIdx.x < g.ranks) {
+    if (threadIdx.x < g.ranks && ((*claimed >> threadIdx.x) & 1ull) != 0) {
         __threadfence();
         atomicAdd(&direct_words(g, threadIdx.x)[claim_word], ~0ull); // -1
     }

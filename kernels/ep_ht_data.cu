@@ -87,31 +87,41 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     __shared__ char *outs[NCCLX_EP_HT_DIRECT_MAX_RANKS], *outs_s[NCCLX_EP_HT_DIRECT_MAX_RANKS];
-    bool claimed = false; // this block holds claims on the destinations' buffers
+    __shared__ unsigned long long claimed; // destinations whose buffers this block claimed
     // Entering dispatch op, this rank is done with its dispatch rows of op - 1 (a caller that
     // reads them in place has done so before this call, in stream order), and on the direct
     // path with its outputs of op - 1, whose successors it publishes: every block says so (the
     // same value), then waits for every rank to say the same of its rows.
     if (g.direct) {
-        // Also a zero-copy dispatch of a direct group publishes (its word differs): a direct
-        // pusher then sees a mismatch at once instead of waiting for a tag that never comes.
+        // Every dispatch of a direct group is direct (a zero-copy one publishes the group's
+        // dispatch rows as its out_tokens); the group's path is in the word all the same.
         publish_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
                        direct_tag(h, op, a.op), dispatch_shape(a), a.out_tokens, a.out_scales);
     }
     (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
+    const bool pushing =
+        block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
                            NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS, direct_tag(h, op, a.op),
-                           dispatch_shape(a), outs, outs_s))) {
-        claimed = a.direct != 0;
-        for (int t = blockIdx.x * kWarps + threadIdx.x / kWarpSize; t < h.num_tokens;
-             t += gridDim.x * kWarps) {
+                           dispatch_shape(a), outs, outs_s, true, &claimed));
+    if (!pushing && threadIdx.x == 0 && !halted(g)) {
+        // A destination refused the whole block (a mismatch, not a closed tag): this rank's
+        // rows are missing at ranks that may agree with it, which the PUSHED word tells.
+        *reinterpret_cast<volatile unsigned *>(&g.state->dispatch_incomplete) = 1u;
+    }
+    if (pushing) {
+        for (long long tt = (long long)blockIdx.x * kWarps + threadIdx.x / kWarpSize;
+             tt < h.num_tokens; tt += (long long)gridDim.x * kWarps) {
+            const int t = (int)tt; // < num_tokens
             const Entry en = load_entry(g, h, t, lane);
             LaneTargets to = {0u, nullptr};
             int row = -1;
             bool first = false;
-            if (h.expert_major) {
+            if (a.direct && en.expert >= 0 && outs[en.rank] == nullptr) {
+                // That destination closed its outputs (it gave up on this dispatch): nothing
+                // of this token goes there, rows nor metadata; the others still get theirs.
+            } else if (h.expert_major) {
                 row = en.expert >= 0 ? h.em_row[(size_t)t * K + lane] : -1;
             } else if (en.expert >= 0) {
                 first = en.order == 0;
@@ -158,11 +168,21 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
         }
     }
-    if (claimed) {
-        block_release_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS); // before PUSHED below
+    if (pushing && a.direct) {
+        block_release_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS, &claimed); // before PUSHED
     }
     if (last_block(&g.state->arrive[1])) {
-        (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, step_word(h, a.op));
+        // A push that left rows out for a rank that did not close (ep_ht.h: dispatch_incomplete)
+        // signals a word no rank of this operation expects: every receiver then reports the
+        // mismatch, instead of one that agrees with this rank returning without those rows.
+        volatile unsigned *incomplete = &g.state->dispatch_incomplete;
+        const unsigned word =
+            step_word(h, a.op) ^ (*incomplete != 0 ? NCCLX_EP_HT_WORD_INCOMPLETE : 0u);
+        __syncthreads(); // every thread has read the flag
+        if (threadIdx.x == 0) {
+            *incomplete = 0u; // for the next dispatch (this one's blocks are all done)
+        }
+        (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, word);
     }
 }
 
@@ -406,7 +426,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int K = h.topk, KM = g.max_topk;
-    bool claimed = false; // this block holds claims on the sources' expert rows
+    __shared__ unsigned long long claimed; // sources whose expert rows this block claimed
     if (block_stopped(g)) {
         // Every stopped block (not one: a block that stops returns before the election of the
         // last block, which might then never close), as in copy_out.
@@ -416,12 +436,16 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
-    if (block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
+    const bool pulling =
+        block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_SHAPE,
                            NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS, direct_tag(h, op, a.op), a.row_bytes,
-                           expert_outs, nullptr))) {
-        claimed = a.direct != 0;
+                           expert_outs, nullptr, false, &claimed));
+    if (pulling) { // every source or none (no skip_closed): a token's sum needs all its rows
+        // An int index: t < T <= 2^20 (plan validation) and the stride is at most 16 x the
+        // grid (sm_budget <= 1024, or two blocks per SM), so t + stride stays far below 2^31
+        // (64 bits here cost the FP32 reduce a spill under its two-blocks-per-SM bound).
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
@@ -478,8 +502,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             __syncwarp();
         }
     }
-    if (claimed) {
-        block_release_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS); // before PULLED below
+    if (pulling && a.direct) {
+        block_release_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS, &claimed); // before PULLED
     }
     if (last_block(&g.state->arrive[4])) {
         // Direct: the caller may rewrite expert_out once this kernel ends, so it ends only

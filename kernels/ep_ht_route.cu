@@ -25,14 +25,22 @@ namespace
 
 static_assert(sizeof(ncclx_ep_ht_state_t) <= 256, "HT state fits NCCLX_EP_DEV_STATE_BYTES");
 
+// Every kernel launched on the group's blocks is built for two blocks per SM
+// (__launch_bounds__(kThreads, 2), at most 64 registers a thread): the automatic grid is two
+// blocks per SM shared by the ranks of a loopback team, whose routing kernels wait for each
+// other, so a kernel that needed more registers would leave a peer's blocks without an SM.
+// Grid-stride indices are 64-bit: S may be up to 2^31 - 1, so an int index plus one stride
+// could wrap (the other bounds, T <= 2^20 and R <= E <= 4096, come from plan validation).
+
 template <typename I>
 __device__ void publish_rows(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht_handle_desc_t &h,
                              const I *topk_idx)
 {
     uint32_t *map = reinterpret_cast<uint32_t *>(peer_base(g, g.rank) + g.map);
     const int K = h.topk, W = g.map_words;
-    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < g.max_tokens;
-         t += gridDim.x * blockDim.x) {
+    for (long long tt = (long long)blockIdx.x * blockDim.x + threadIdx.x; tt < g.max_tokens;
+         tt += (long long)gridDim.x * blockDim.x) {
+        const int t = (int)tt; // < T
         uint32_t *row = map + (size_t)t * W;
         for (int w = 0; w < W; w++) {
             row[w] = 0;
@@ -68,7 +76,7 @@ __device__ void publish_rows(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_h
 
 // Kernel 1.  The map may be rewritten only once every rank has read the previous one.
 template <typename I>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     publish_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, const I *topk_idx)
 {
     const unsigned long long op = load_volatile(&g.state->route_seq);
@@ -86,20 +94,21 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (h.em_head != nullptr) {
         // Every row starts as no token's first (pads and rows past the total stay so).
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < g.recv_slots;
-             i += gridDim.x * blockDim.x) {
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < g.recv_slots;
+             i += (long long)gridDim.x * blockDim.x) {
             h.em_head[i] = 0;
         }
     }
     if (block_wait_all(g, NCCLX_EP_HT_SIG_MAP_READ, op)) {
         publish_rows(g, h, topk_idx);
-        const int counters = g.ranks * g.num_experts + g.ranks * g.ranks;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < counters;
-             i += gridDim.x * blockDim.x) {
-            if (i < g.ranks * g.num_experts) {
+        const long long experts = (long long)g.ranks * g.num_experts;
+        const long long counters = experts + (long long)g.ranks * g.ranks;
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < counters;
+             i += (long long)gridDim.x * blockDim.x) {
+            if (i < experts) {
                 g.expert_hits[i] = 0;
             } else {
-                g.rank_hits[i - g.ranks * g.num_experts] = 0;
+                g.rank_hits[i - experts] = 0;
             }
         }
     }
@@ -122,7 +131,7 @@ __device__ __forceinline__ bool block_route_stopped(const ncclx_ep_ht_group_desc
 
 // Kernel 2.  Work item = (source, chunk of kThreads rows); counts gather in shared memory
 // (num_experts + ranks ints) and are added to the group's counters once per item.
-__global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_t g)
+__global__ void __launch_bounds__(kThreads, 2) count_kernel(ncclx_ep_ht_group_desc_t g)
 {
     extern __shared__ int counts[]; // [E] experts, then [R] ranks
     int *rank_counts = counts + g.num_experts;
@@ -135,9 +144,9 @@ __global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_
     for (int i = threadIdx.x; i < g.num_experts + g.ranks; i += blockDim.x) {
         counts[i] = 0;
     }
-    for (int item = blockIdx.x; item < g.ranks * chunks; item += gridDim.x) {
-        const int s = item / chunks;
-        const int t = (item % chunks) * kThreads + threadIdx.x;
+    for (long long item = blockIdx.x; item < (long long)g.ranks * chunks; item += gridDim.x) {
+        const int s = (int)(item / chunks);
+        const int t = (int)(item % chunks) * kThreads + threadIdx.x;
         if (!block_wait_one(g, NCCLX_EP_HT_SIG_MAP_PUBLISHED, s, op + 1)) {
             return;
         }
@@ -176,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) count_kernel(ncclx_ep_ht_group_desc_
 // scan_expert on the sender, so both ends agree on every row.  One block per source: the next
 // row of each local expert stays in shared memory ([L] ints, saturating at S).  It reads the
 // peers' maps, so it runs before the scan kernel tells them that their maps were read.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     chain_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h)
 {
     extern __shared__ int next_row[]; // [L]
@@ -186,7 +195,8 @@ __global__ void __launch_bounds__(kThreads)
     if (block_route_stopped(g)) {
         return;
     }
-    for (int s = blockIdx.x; s < g.ranks; s += gridDim.x) {
+    for (long long ss = blockIdx.x; ss < g.ranks; ss += gridDim.x) {
+        const int s = (int)ss; // < R
         if (threadIdx.x == 0) {
             long long zone = 0;
             for (int el = 0; el < L; el++) {
@@ -428,7 +438,7 @@ __device__ void receiver_totals(const ncclx_ep_ht_group_desc_t &g,
 
 // Kernel 3: one warp per work item: R destination scans (FLAT) or E expert scans (EM), then L
 // receiver experts, then the totals.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     scan_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h)
 {
     const unsigned long long op = load_volatile(&g.state->route_seq);
@@ -439,8 +449,9 @@ __global__ void __launch_bounds__(kThreads)
         return;
     }
     {
-        for (int item = blockIdx.x * kWarps + threadIdx.x / kWarpSize; item < items;
-             item += gridDim.x * kWarps) {
+        for (long long it = (long long)blockIdx.x * kWarps + threadIdx.x / kWarpSize; it < items;
+             it += (long long)gridDim.x * kWarps) {
+            const int item = (int)it; // < items
             if (item < scans) {
                 if (h.expert_major) {
                     scan_expert(g, h, item, lane);
@@ -461,7 +472,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Kernel 4: the header and checksum of the finished routing (ncclxEpHandleImport checks them).
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     seal_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, int idx_int64)
 {
     if (block_route_stopped(g)) {
@@ -497,7 +508,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // ncclxEpHandleImport: the snapshot's header against what the handle is to be, and its checksum
 // recomputed into *sum (zeroed before the launch); the last block writes the verdict.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     verify_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h, int idx_int64,
                   unsigned long long *sum, unsigned *verdict, unsigned long long *step)
 {

@@ -355,7 +355,11 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
         }
         d.in_place = 1;
     }
-    d.direct = g->ht.direct && !d.in_place;
+    /* The path is the group's, whatever this rank's buffers (zero copy is each rank's own
+     * choice on every path): on the direct path a zero-copy rank publishes its dispatch rows
+     * as its out_tokens, and peers push into them in place as they would push there on the
+     * staged path.  The word (path included) is then the same on every rank. */
+    d.direct = g->ht.direct;
     if (d.direct) {
         const size_t T = (size_t)h->ht.num_tokens, S = g->dims.recv_slots;
         NCCLX_CHECK(ncclx_ht_check_direct_overlap(
@@ -365,6 +369,9 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
             "ncclxEpDispatch", "scales", "out_scales", "write",
             ncclx_ht_overlap(d.scales, T, d.scale_bytes, d.out_scales, S, d.scale_bytes)));
     }
+    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk,
+                               a->recipe == NCCLX_EP_RECIPE_QUANT_FWD, d.row_bytes, d.scale_bytes,
+                               d.direct);
     *out = d;
     return ncclxSuccess;
 }
@@ -399,9 +406,6 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
     h->dispatched = 0;
     ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
-    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk,
-                               a->recipe == NCCLX_EP_RECIPE_QUANT_FWD, d.row_bytes, d.scale_bytes,
-                               d.direct);
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the push may have run and signalled: the ranks are out of step */
@@ -528,14 +532,19 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
         }
         d.in_place = 1;
     }
-    /* The MXFP8 combine stages packed rows, which peers read: it has no direct path. */
-    d.direct = g->ht.direct && !d.in_place && !d.mxfp8;
+    /* The MXFP8 combine stages packed rows, which peers read: it has no direct path.  Zero
+     * copy takes the group's path, as in a dispatch: on the direct path peers read this
+     * rank's combine rows in place as its expert_out. */
+    d.direct = g->ht.direct && !d.mxfp8;
     if (d.direct) {
         NCCLX_CHECK(ncclx_ht_check_direct_overlap(
             "ncclxEpCombine", "out", "expert_out", "read",
             ncclx_ht_overlap(d.expert_out, g->dims.recv_slots, d.row_bytes, d.out,
                              (size_t)h->ht.num_tokens, d.row_bytes)));
     }
+    /* An MXFP8 combine stages packed rows: its word differs from a plain BF16 combine's. */
+    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes,
+                               d.mxfp8 ? (size_t)g->plan.hidden / 32 : 0, d.direct);
     *out = d;
     return ncclxSuccess;
 }
@@ -562,9 +571,6 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
     ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
-    /* An MXFP8 combine stages packed rows: its word differs from a plain BF16 combine's. */
-    d.op = ncclx_ep_ht_op_word(h->ht.expert_major, d.backward, h->ht.topk, d.dtype, d.row_bytes,
-                               d.mxfp8 ? (size_t)g->plan.hidden / 32 : 0, d.direct);
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the stage may have run and signalled */

@@ -322,7 +322,12 @@ ncclxResult_t ncclxEpComplete(ncclxEpHandle_t handle, ncclxStream_t stream);
  * Every rank passes the same layout, top-k, pass, recipe, dtype and row sizes to one operation:
  * the step signals carry an operation word, and a rank whose word differs from a peer's reads
  * none of its rows and reports NCCLX_EP_ERROR_MISMATCH (the operation's outputs are then
- * undefined).  A launch that fails in the middle of an HT step leaves the group unusable.
+ * undefined).  Whether a rank uses zero copy is not part of it (ncclxEpHtBuffers_t).  A rank
+ * that reports no error has received every row of the operation: a rank whose wait timed out
+ * closes its outputs to late peers, which still deliver their rows to every other rank (and
+ * report NCCLX_EP_ERROR_MISMATCH: their rows for the closed rank were dropped); a peer that
+ * could not deliver to a rank that did not close tells every rank (each reports a mismatch).
+ * A launch that fails in the middle of an HT step leaves the group unusable.
  * send_only, ncclxEpComplete and the active mask are LL features (refused on HT groups).
  */
 
@@ -359,6 +364,10 @@ typedef struct {
  * the rows for B may be written only after another dispatch).  Never write the dispatch rows
  * yourself (peers write them from their next dispatch on), and keep tokens and combine outputs
  * out of both buffers (refused).  Other buffers work as before (one more copy each way).
+ * Zero copy is each rank's own choice, per call, on every path: ranks of one operation may mix
+ * it freely with buffers of their own (it is not part of the operation word).  On the direct
+ * path (every rank on one GPU) a zero-copy rank's buffers are its outputs and inputs in place,
+ * written and read by the peers as they would be on the staged path.
  */
 typedef struct {
     NCCLX_STRUCT_HEADER;
@@ -389,8 +398,11 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayout
  * A loopback team: num_ranks ranks of one job emulated on one GPU in this process, each a
  * full context (its own slice of one symmetric allocation, its own arenas) running the same
  * kernels as real ranks.  Drive rank r with contexts[r] on its own non-blocking stream; all
- * ranks' calls of one operation must be enqueued before any of them can finish.  The plan's
- * sm_budget (or an automatic share of the SMs) keeps the ranks' kernels co-resident.
+ * ranks' calls of one operation must be enqueued before any of them can finish.  Each kernel
+ * of an EP group runs on the plan's sm_budget blocks per rank: blocks of 512 threads, two of
+ * which fit on an SM, so a kernel occupies at most sm_budget SMs (at least sm_budget / 2).
+ * The default (sm_budget 0) is 2 x SMs / num_ranks blocks (an LL group with an active mask:
+ * SMs / num_ranks), a share that keeps every rank's kernels co-resident.
  * Each rank's stream needs a hardware queue of its own (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
  * default, at most 32): this call sets 32 when CUDA has not started yet in the process, and
  * refuses (ncclxInvalidUsage, saying what to do) a team of more ranks than the queues in effect

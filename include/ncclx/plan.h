@@ -112,7 +112,9 @@ typedef struct {
     uint32_t expert_alignment;             /**< HT expert-major padding of each expert; 0 = 1 */
     uint32_t enable_mask;                  /**< LL: keep an active mask (fault tolerance) */
     uint32_t num_handles;                  /**< handles the group may hold at once, >= 1 */
-    uint32_t sm_budget;                    /**< SMs the group's kernels may use; 0 = automatic */
+    uint32_t sm_budget;                    /**< blocks per kernel and rank (512 threads, two
+                                                fit on an SM: at most sm_budget SMs); 0 =
+                                                automatic (ncclxLoopbackInit, ep.h) */
     uint64_t timeout_ns;                   /**< GPU wait timeout; 0 = NCCLX_DEFAULT_TIMEOUT_NS */
     /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults below). */
     uint32_t overflow_policy; /**< HT: NCCLX_EP_OVERFLOW_TRAP (default) or _DROP */

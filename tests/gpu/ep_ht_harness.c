@@ -192,7 +192,7 @@ void ht_open(ht_run_t *run, const ht_case_t *c)
         x->d_out_gw = dmalloc(T * K * 4);
         x->d_layout = dmalloc(3 * layout_stride(run));
         assert_int_equal(ncclx_ht_ref_layout_alloc(&run->rc, &run->lay[r]), 0);
-        if (c->zero_copy) {
+        if (ht_zero_copy_rank(run, r)) {
             ncclxEpHtBuffers_t b = NCCLX_EP_HT_BUFFERS_INIT;
             assert_ncclx_ok(ncclxEpGroupGetHtBuffers(t->group[r], &b));
             assert_int_equal(b.dispatch_row_bytes, run->row);
@@ -204,6 +204,12 @@ void ht_open(ht_run_t *run, const ht_case_t *c)
             x->d_expert_out = b.combine_rows;
         }
     }
+}
+
+/* Whether rank r's out_tokens and expert_out are the group's own buffers. */
+int ht_zero_copy_rank(const ht_run_t *run, uint32_t r)
+{
+    return run->c.zero_copy && ((run->c.zero_copy_skip >> r) & 1u) == 0;
 }
 
 void ht_close(ht_run_t *run)
@@ -229,7 +235,8 @@ void ht_close(ht_run_t *run)
             free(host[i]);
         }
         for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++) {
-            if (!run->c.zero_copy || (dev[i] != x->d_out_tokens && dev[i] != x->d_expert_out)) {
+            if (!ht_zero_copy_rank(run, r) ||
+                (dev[i] != x->d_out_tokens && dev[i] != x->d_expert_out)) {
                 assert_cuda_ok(cudaFree(dev[i])); /* not the group's own buffers */
             }
         }
@@ -542,8 +549,46 @@ void ht_check_untouched_dispatch(ht_run_t *run)
  * FLAT ids and weights or EM weights as the reference says, rows past them untouched. */
 void ht_check_dispatch(ht_run_t *run, int backward)
 {
-    const size_t S = run->S, K = run->K, T = run->c.tokens;
     for (uint32_t r = 0; r < run->R; r++) {
+        ht_check_dispatch_rank(run, r, backward);
+    }
+}
+
+/* Rank r's out_tokens rows whose token comes from a source rank in `sources` (bit s) are
+ * exactly that token's row (forward), whatever else the dispatch left undone. */
+void ht_check_rows_from(ht_run_t *run, uint32_t r, uint32_t sources)
+{
+    const size_t T = run->c.tokens;
+    ht_rank_t *x = &run->r[r];
+    const ncclx_ht_ref_layout_t *want = &run->lay[r];
+    size_t checked = 0;
+    assert_cuda_ok(
+        cudaMemcpy(x->got, x->d_out_tokens, (size_t)run->S * run->row, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < want->rows; i++) {
+        const int32_t src = want->row_source[i];
+        if (src < 0 || ((sources >> (src / T)) & 1u) == 0) {
+            continue;
+        }
+        const uint8_t *row = run->r[src / T].tokens + (size_t)(src % T) * run->row;
+        for (size_t b = 0; b < run->row; b++) {
+            if (x->got[i * run->row + b] != row[b]) {
+                fail_msg("rank %u: row %zu (source rank %d, token %d) byte %zu = 0x%02x, want "
+                         "0x%02x",
+                         r, i, (int)(src / T), (int)(src % T), b, x->got[i * run->row + b], row[b]);
+            }
+        }
+        checked++;
+    }
+    if (checked == 0) {
+        fail_msg("rank %u: no row from sources 0x%x to check (the routing sends none)", r, sources);
+    }
+}
+
+/* Dispatch outputs of rank r (see ht_check_dispatch). */
+void ht_check_dispatch_rank(ht_run_t *run, uint32_t r, int backward)
+{
+    const size_t S = run->S, K = run->K, T = run->c.tokens;
+    {
         ht_rank_t *x = &run->r[r];
         const ncclx_ht_ref_layout_t *want = &run->lay[r];
         const int flat = run->c.layout == NCCLX_EP_LAYOUT_FLAT;

@@ -25,8 +25,10 @@ typedef struct {
     uint32_t layout;    /* FLAT or EXPERT_MAJOR */
     uint32_t drop, global_ids, quant;
     uint32_t zero_copy; /* out_tokens and expert_out are the group's buffers (BF16/FP16 only) */
-    uint32_t mxfp8;     /* combine with NCCLX_EP_RECIPE_MXFP8 (BF16, EXPERT_MAJOR); expert
-                           outputs then span many binades, with zero, tiny and infinite blocks */
+    uint32_t zero_copy_skip; /* with zero_copy: bit r = rank r keeps buffers of its own (ranks
+                                that mix the two) */
+    uint32_t mxfp8;          /* combine with NCCLX_EP_RECIPE_MXFP8 (BF16, EXPERT_MAJOR); expert
+                                outputs then span many binades, with zero, tiny and infinite blocks */
     ncclxDataType_t dtype, idx_dtype, count_dtype;
 } ht_case_t;
 
@@ -84,6 +86,9 @@ void ht_enqueue(ht_run_t *run, int dispatch, int backward);
 void ht_check_layout(ht_run_t *run, uint32_t r);
 void ht_check_untouched_dispatch(ht_run_t *run);
 void ht_check_dispatch(ht_run_t *run, int backward);
+void ht_check_dispatch_rank(ht_run_t *run, uint32_t r, int backward);
+void ht_check_rows_from(ht_run_t *run, uint32_t r, uint32_t sources);
+int ht_zero_copy_rank(const ht_run_t *run, uint32_t r);
 void ht_check_combine(ht_run_t *run, int backward);
 void ht_init_caller_handles(ht_run_t *run);
 void ht_swap_handles(ht_run_t *run);

@@ -749,6 +749,104 @@ static void test_straggler_after_timeout(void **state)
     free(run);
 }
 
+/* The 3-rank variant: rank 0 gives up (its wait for the late ranks times out) and closes its
+ * outputs; then rank 1 (late past rank 0's timeout) and rank 2 dispatch together.  Rank 2
+ * must either receive every row exactly or report an error, never return success with rows
+ * missing; rank 0's reused out_tokens stays untouched.  On the direct path a pusher that
+ * finds one destination closed still delivers its rows to every other: rank 2's rows from
+ * ranks 1 and 2 are exact whatever its error word (rank 0, which timed out before pushing,
+ * leaves it waiting for its rows: a timeout).  On the staged path rank 0 had pushed into the
+ * group's rows before it gave up, so ranks 1 and 2 complete: exact, no error. */
+static void test_late_peer_three_ranks(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_late_peer_three_ranks");
+    ht_run_t *run = hmalloc(sizeof(*run));
+    ht_case_t c = base_case(3, NCCLX_EP_LAYOUT_FLAT);
+    const char *saved = getenv("NCCLX_TIMEOUT_MS");
+    char *restore = saved != NULL ? strdup(saved) : NULL;
+    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
+    ht_open(run, &c);
+    if (restore != NULL) {
+        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
+        free(restore);
+    } else {
+        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
+    }
+    route_full_batches(run);
+    ep_team_sync(&run->team);
+    __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
+    for (uint32_t r = 1; r < 3; r++) {
+        assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[r], open_when_told, NULL));
+    }
+    for (uint32_t r = 3; r-- > 0;) {
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
+    }
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    const size_t bytes = (size_t)run->S * run->row;
+    assert_cuda_ok(cudaMemsetAsync(run->r[0].d_out_tokens, 0x5a, bytes, run->team.stream[0]));
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    __atomic_store_n(&straggler_gate, 1, __ATOMIC_RELEASE);
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[1]));
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[2]));
+    uint8_t *got = hmalloc(bytes);
+    assert_cuda_ok(cudaMemcpy(got, run->r[0].d_out_tokens, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++) {
+        if (got[i] != 0x5a) {
+            fail_msg("rank 0's reused out_tokens byte %zu is 0x%02x: a late rank wrote into it "
+                     "after rank 0's dispatch had ended",
+                     i, got[i]);
+        }
+    }
+    free(got);
+    uint32_t err[3] = {0, 0, 0};
+    for (uint32_t r = 0; r < 3; r++) {
+        assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[r], &err[r]));
+    }
+    assert_int_equal(err[0] & NCCLX_EP_ERROR_TIMEOUT, NCCLX_EP_ERROR_TIMEOUT);
+    /* The promise on every path: a rank that reports no error has every row, bit for bit. */
+    for (uint32_t r = 1; r < 3; r++) {
+        if (err[r] == 0) {
+            ht_check_dispatch_rank(run, r, 0);
+        }
+    }
+    const char *path = getenv("NCCLX_EP_HT_PATH");
+    if (path == NULL || strcasecmp(path, "STAGED") != 0) {
+        /* Rank 0 closed: rank 1 and rank 2 pushed to each other (and themselves) all the
+         * same, and each is left without rank 0's rows, which it reports. */
+        ht_check_rows_from(run, 2, 0x6u);
+        ht_check_rows_from(run, 1, 0x6u);
+        assert_int_not_equal(err[2], 0);
+        assert_int_not_equal(err[1], 0);
+    } else {
+        assert_int_equal(err[1], 0);
+        assert_int_equal(err[2], 0);
+    }
+    ht_close(run);
+    free(run);
+}
+
+/* Zero copy is each rank's own choice on both paths: ranks 1 and 3 receive into and combine
+ * from the group's buffers, ranks 0 and 2 use buffers of their own, forward and backward,
+ * both layouts, every output exact and no error (the direct path once reported a MISMATCH). */
+static void test_zero_copy_mixed_ranks(void **state)
+{
+    (void)state;
+    ep_rng_reset("test_zero_copy_mixed_ranks");
+    for (uint32_t layout = NCCLX_EP_LAYOUT_EXPERT_MAJOR; layout <= NCCLX_EP_LAYOUT_FLAT;
+         layout <<= 2) {
+        ht_case_t c = base_case(4, layout);
+        c.zero_copy = 1;
+        c.zero_copy_skip = 0x5u;
+        c.alignment = layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? 4 : 1;
+        c.recv = 4 * c.tokens * c.topk + c.experts * 4;
+        ht_case(&c, HT_RANDOM, 0, 2);
+        c.zero_copy_skip = 0xeu; /* rank 0 alone in place */
+        ht_case(&c, HT_REPEATS, 0, 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +869,8 @@ int main(void)
         cmocka_unit_test(test_two_live_handles),
         cmocka_unit_test(test_argument_errors),
         cmocka_unit_test(test_straggler_after_timeout),
+        cmocka_unit_test(test_late_peer_three_ranks),
+        cmocka_unit_test(test_zero_copy_mixed_ranks),
     };
     ep_seed_init("test_ep_ht");
     return ncclx_run_tests("gpu_ep_ht", tests); /* TEST_FILTER: tests/ncclx_test.h */

@@ -92,6 +92,47 @@ static void test_direct_dispatch(void **state)
     }
 }
 
+/* Zero copy is each rank's own choice on every path: a dispatch into the group's dispatch rows
+ * takes the group's path (on the direct path the rank publishes them as its out_tokens) and
+ * carries the same operation word as a dispatch into the caller's buffers, so ranks that mix
+ * the two agree.  (The word once left the direct path out for zero copy: a MISMATCH between
+ * a zero-copy rank and its peers on one GPU, while the staged path allowed the mix.) */
+static void test_zero_copy_word_matches(void **state)
+{
+    (void)state;
+    for (int direct = 0; direct < 2; direct++) {
+        for (int l = 0; l < 2; l++) {
+            for (int p = 0; p < 2; p++) {
+                fixture_t f;
+                ncclx_ep_ht_dispatch_desc_t caller, zero;
+                make_fixture(&f, l ? EM : FLAT);
+                /* One token dtype, no QUANT_FWD: dispatch rows are exactly the token rows. */
+                f.group.plan.token_dtypes = NCCLX_DTYPE_BIT(NCCLX_BFLOAT16);
+                f.group.plan.recipes = NONE;
+                f.group.plan.max_token_bytes = 0;
+                f.group.plan.max_scale_bytes = 0;
+                replan(&f);
+                assert_int_equal(f.group.dims.payload_bytes, H * 2);
+                f.group.ht.direct = direct;
+                f.group.ht_dispatch_rows = PTR(30);
+                ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE, p ? BWD : FWD, NCCLX_INT32);
+                memset(&caller, 0x5a, sizeof(caller));
+                assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &caller));
+                a.out_tokens.data = f.group.ht_dispatch_rows;
+                memset(&zero, 0xa5, sizeof(zero));
+                assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &zero));
+                assert_int_equal(caller.in_place, 0);
+                assert_int_equal(zero.in_place, 1);
+                assert_int_equal(caller.direct, direct);
+                assert_int_equal(zero.direct, direct);
+                assert_ptr_equal(zero.out_tokens, PTR(30));
+                assert_int_equal(zero.op, caller.op);
+                assert_int_equal(caller.op, ncclx_ep_ht_op_word(l, p, K, 0, H * 2, 0, direct));
+            }
+        }
+    }
+}
+
 /* NONE takes every float token dtype of the plan; QUANT_FWD also takes a plan dtype other than
  * UINT8 (rows within max_token_bytes) and may leave both scale tensors absent. */
 static void test_valid_dispatch_dtypes(void **state)
@@ -753,6 +794,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_dispatch),
         cmocka_unit_test(test_direct_dispatch),
+        cmocka_unit_test(test_zero_copy_word_matches),
         cmocka_unit_test(test_valid_dispatch_dtypes),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_each_broken_dispatch_field),

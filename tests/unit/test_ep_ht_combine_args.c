@@ -469,9 +469,10 @@ static void test_config_checks(void **state)
     assert_ncclx_ok(ncclx_ep_check_config(g, &c));
 }
 
-/* The direct path (a group whose ranks share this GPU): a combine of the caller's expert
- * outputs reads them in place at the peers; zero copy (in place already) and MXFP8 (which stages
- * packed rows) never take it, nor does any combine of a group without it. */
+/* The direct path (a group whose ranks share this GPU): a combine reads each rank's expert
+ * outputs in place at the peers, the caller's or (zero copy) the group's combine rows, with one
+ * operation word for both so that ranks may mix them; MXFP8 (which stages packed rows) never
+ * takes it, nor does any combine of a group without it. */
 static void test_direct_combine(void **state)
 {
     (void)state;
@@ -500,10 +501,18 @@ static void test_direct_combine(void **state)
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
         assert_int_equal(d.direct, 0);
         a.recipe = NONE;
+        ncclx_ep_ht_combine_desc_t caller;
+        memset(&caller, 0x5a, sizeof(caller));
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &caller));
         a.expert_out.data = f.group.ht_combine_rows;
+        memset(&d, 0xa5, sizeof(d));
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
         assert_int_equal(d.in_place, 1);
-        assert_int_equal(d.direct, 0);
+        assert_int_equal(d.direct, direct);
+        assert_ptr_equal(d.expert_out, f.group.ht_combine_rows);
+        /* Zero copy or not, the same word: mixed ranks agree (on the direct path too). */
+        assert_int_equal(d.op, caller.op);
+        assert_int_equal(d.op, ncclx_ep_ht_op_word(1, 0, K, NCCLX_BFLOAT16, H * 2, 0, direct));
     }
     /* The path is part of the operation word: the two paths never read each other's rows. */
     assert_int_not_equal(ncclx_ep_ht_op_word(1, 0, K, NCCLX_BFLOAT16, H * 2, 0, 0),
