@@ -34,8 +34,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                         ncclx_ep_ll_combine_desc_t a)
 {
     __shared__ LiveView view;
-    load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
+    progress_begin(g, op); // before this block's first look at the evicted word
+    load_live_view(g, view);
     const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
@@ -72,13 +73,23 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             going = warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane, stop);
         }
     }
-    if (last_block(&g.state->combine_arrive) && !self_out(g)) {
-        for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-            if (view.has(d)) {
-                st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
-                               ncclx_ep_signal_word(op.tag, a.op, 0));
+    if (last_block(&g.state->combine_arrive)) {
+        // One answer for the whole block: wait_late_rows synchronizes it.
+        __shared__ bool out;
+        if (threadIdx.x == 0) {
+            out = self_out(g);
+        }
+        __syncthreads();
+        if (!out) {
+            wait_late_rows(g);
+            for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+                if (view.has(d)) {
+                    st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
+                                   ncclx_ep_signal_word(op.tag, a.op, 0));
+                }
             }
         }
+        progress_end(g);
     }
 }
 

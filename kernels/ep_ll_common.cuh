@@ -85,6 +85,23 @@ __device__ __forceinline__ unsigned *evicted_words(char *base, const ncclx_ep_ll
     return reinterpret_cast<unsigned *>(clean_slots(base, g, 2));
 }
 
+// Rank r's combine send progress word (ep_ll_wire.h), in r's arena at base (R >= 2).
+__device__ __forceinline__ unsigned *progress_word(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                                   int r)
+{
+    return &evicted_words(base, g)[ncclx_ep_progress_index((unsigned)r, (unsigned)g.ranks)];
+}
+
+// Whether the group tracks combine send progress (an active mask and a peer to evict).
+__device__ __forceinline__ bool tracks_progress(const ncclx_ep_ll_group_desc_t &g)
+{
+    return g.inactive != nullptr && g.ranks > 1;
+}
+
+// inactive[s] of a rank masked after a timeout while its combine send ran: its rows may still
+// land (see evict).  Every reader of inactive tests for 0, so this is "masked" to them.
+constexpr int kMaskedLate = 2;
+
 // ---- one owner for sequence numbers and parity ----
 
 // The sequence number, buffer parity and wire tag of the operation a kernel works on.
@@ -230,11 +247,77 @@ __device__ __forceinline__ int settle(unsigned long long *word, unsigned long lo
 // Masks rank s after a timeout: in this rank's mask, and in s's own evicted word, so that s,
 // if it was only late, learns that it is out and sends nothing more until a clean.  The other
 // ranks are not told: each masks s through its own wait, so no rank can mask a third one.
+//
+// Rows of s's combine send may still be on their way: a warp that found s in the group just
+// before the eviction stores its chunk afterwards, possibly much later.  The combine area is
+// keyed by (token, entry), not by source, so such a chunk could overwrite another rank's row
+// of a later operation of the same parity.  s stores its progress (ep_ll_wire.h) before each
+// block checks the eviction, and this rank reads it after the eviction (both sides with a
+// sequentially consistent fence between): either s's blocks see the eviction and store
+// nothing, or this rank sees s busy and marks it kMaskedLate, so that its next combine signal
+// waits for s's send to end (wait_late_rows) before any peer can write those slots again.
 __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
 {
     atomicExch(&g.inactive[s], 1);
-    *reinterpret_cast<volatile unsigned *>(&evicted_words(peer_base(g, s), g)[s]) = 1u;
+    char *peer = peer_base(g, s);
+    *reinterpret_cast<volatile unsigned *>(&evicted_words(peer, g)[s]) = 1u;
     __threadfence_system();
+    if (tracks_progress(g) && load_volatile(progress_word(peer, g, s)) != NCCLX_EP_PROGRESS_IDLE) {
+        atomicExch(&g.inactive[s], kMaskedLate);
+    }
+}
+
+// Combine send, every block before it checks whether this rank is in the group: announce the
+// send (evict reads it).  The fence orders the store before that check's loads.
+__device__ __forceinline__ void progress_begin(const ncclx_ep_ll_group_desc_t &g, const Op &op)
+{
+    if (!tracks_progress(g)) {
+        return;
+    }
+    if (threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned *>(progress_word(peer_base(g, g.rank), g, g.rank)) =
+            ncclx_ep_progress_busy(op.tag);
+        __threadfence_system();
+    }
+    __syncthreads();
+}
+
+// Combine send, the last block (every block's rows are visible): the send has ended.
+__device__ __forceinline__ void progress_end(const ncclx_ep_ll_group_desc_t &g)
+{
+    if (tracks_progress(g) && threadIdx.x == 0) {
+        *reinterpret_cast<volatile unsigned *>(progress_word(peer_base(g, g.rank), g, g.rank)) =
+            NCCLX_EP_PROGRESS_IDLE;
+        __threadfence_system();
+    }
+}
+
+// Combine send, the last block, before its signals: waits until every rank this rank evicted
+// while its combine send ran (kMaskedLate) has ended that send, so that its late rows land
+// before any peer, released by this signal, writes this rank's combine slots of the next
+// operation of that parity.  Bounded by half the group's timeout (the peers waiting for this
+// signal give up after a whole one); an evicted rank stops waiting.  Either way the rank is
+// then plainly masked, and never waited for again.
+__device__ __forceinline__ void wait_late_rows(const ncclx_ep_ll_group_desc_t &g)
+{
+    if (!tracks_progress(g)) {
+        return;
+    }
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        if (load_volatile(&g.inactive[s]) != kMaskedLate) {
+            continue;
+        }
+        const unsigned *word = progress_word(peer_base(g, s), g, s);
+        const unsigned long long start = globaltimer();
+        for (unsigned spins = 0; load_volatile(word) != NCCLX_EP_PROGRESS_IDLE; spins++) {
+            if ((spins & 1023) == 0 && (self_out(g) || globaltimer() - start > g.timeout_ns / 2)) {
+                break;
+            }
+        }
+        atomicCAS(&g.inactive[s], kMaskedLate, 1);
+    }
+    __threadfence_system();
+    __syncthreads();
 }
 
 // Where source s's signal of operation op in direction dir lands in this rank's arena.

@@ -45,11 +45,12 @@ __global__ void mask_query_kernel(ncclx_ep_ll_group_desc_t g, int32_t *out)
 
 // Masks every rank whose bit is 0; a 1 leaves the entry as it is (only a clean re-admits:
 // re-activating a rank here would leave its sequence numbers out of step with this rank's).
+// An entry already masked keeps its value (kMaskedLate: its late rows are still waited for).
 __global__ void mask_update_kernel(ncclx_ep_ll_group_desc_t g, MaskBits m)
 {
     for (int i = threadIdx.x; i < m.count; i += blockDim.x) {
         if (((m.bits[i / 32] >> (i % 32)) & 1u) == 0) {
-            g.inactive[m.base + i] = 1;
+            atomicCAS(&g.inactive[m.base + i], 0, 1);
         }
     }
 }

@@ -150,4 +150,28 @@ NCCLX_WIRE_FN uint32_t ncclx_ep_signal_count(uint64_t word)
     return (uint32_t)word & ((1u << NCCLX_EP_COUNT_BITS) - 1u);
 }
 
+/*
+ * Combine send progress (groups with an active mask, R >= 2).  Rank r's symmetric evicted
+ * words [R] hold r's own evicted flag at index r; index (r + 1) mod R, unused otherwise, holds
+ * r's combine send progress: every block of r's combine send stores the operation's tag there
+ * before it checks whether r is still in the group, and the grid's last block stores
+ * NCCLX_EP_PROGRESS_IDLE once every block's rows are visible.  A rank that evicts r reads it
+ * after its eviction is visible: IDLE means no combine row of r can land any more (r's next
+ * block will see the eviction); anything else means rows of r may still be on their way, and
+ * the evicting rank holds its next combine signal until r's word is IDLE again (see
+ * docs/ep-ll.md, "Late rows").
+ */
+#define NCCLX_EP_PROGRESS_IDLE 0u
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_progress_index(uint32_t rank, uint32_t ranks)
+{
+    return (rank + 1u) % ranks;
+}
+
+/* The progress word of an operation: its tag, never IDLE (a tag is never 0). */
+NCCLX_WIRE_FN uint32_t ncclx_ep_progress_busy(uint32_t tag)
+{
+    return tag;
+}
+
 #endif /* NCCLX_KERNELS_EP_LL_WIRE_H_ */

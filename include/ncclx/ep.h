@@ -439,7 +439,9 @@ ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t group, ncclxStream_t stream)
  * nothing to combine, nothing is read from k's slots, and later operations neither send to
  * nor wait for k.  The timeout also marks k evicted in k's own symmetric memory: k, if it was
  * only late, learns that it is out (NCCLX_EP_ERROR_EVICTED, its own mask entry reads 0) and
- * sends nothing more, so its late rows never land in a survivor's later operation.  (Each
+ * sends nothing more; rows of a combine send of k that were already past that check are
+ * waited for, up to half the timeout, before each survivor's next combine signal
+ * (docs/ep-ll.md, "Late rows"), so they never land in a survivor's later operation.  (Each
  * other rank masks k through its own wait; no rank masks a third one.)  A rank whose own entry is 0
  * is out of the group: its operations exchange nothing (dispatch counts 0, combine output 0). Every
  * block of an operation uses the same answer for whether a rank arrived.  Groups without masking

@@ -14,12 +14,20 @@
  *  - a clean started by only two ranks (their generations run ahead; the next clean by all
  *    agrees anyway);
  *  - a timeout during CUDA graph replays, with a mask (later replays skip the lost rank and
- *    are exact) and without one (later replays wait for nothing and exchange nothing).
+ *    are exact) and without one (later replays wait for nothing and exchange nothing);
+ *  - late rows: a straggler whose combine send had begun (and passed its eviction check)
+ *    before the survivors timed out on it stores its rows only during their next operation;
+ *    the operation after that, of the same parity and with another routing, must be exact.
+ *    The straggler's combine send launcher is replaced at link time (-Wl,--wrap, see
+ *    gpu_ep.am): it marks the send begun, then holds it behind a host gate and runs it with
+ *    the eviction hidden from its checks, as a warp descheduled between check and store would.
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ep_group.h"
 #include "gpu/ep_ll_harness.h"
 #include "gpu/ep_ll_mask_steps.h"
 #include "gpu/ep_ll_short.h"
@@ -285,6 +293,164 @@ static void test_clean_by_two(void **state)
     ep_team_close(&t);
 }
 
+/* ---- late rows ---- */
+
+/* The held rank's next combine send (armed by the test) and its gate: the stream waits in a
+ * host function until the test opens it, or 60 s pass (a failed test must not hang). */
+static int late_rank = -1;
+static int late_gate;
+static unsigned *late_dummy_evicted; /* device, zeroes: the checks never see the eviction */
+
+static void CUDART_CB wait_for_late_gate(void *arg)
+{
+    (void)arg;
+    const struct timespec pause = {0, 1000000};
+    for (int ms = 0; ms < 60000 && !__atomic_load_n(&late_gate, __ATOMIC_ACQUIRE); ms++) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+cudaError_t __real_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream)
+{
+    if (g->rank != late_rank) {
+        return __real_ncclx_ep_ll_launch_combine_send(g, h, a, stream);
+    }
+    late_rank = -1;
+    /* The send has begun: its progress word (ep_ll_wire.h) says so before any survivor can
+     * time out, as a real send's blocks say it before their first eviction check. */
+    unsigned *progress =
+        g->evicted + ncclx_ep_progress_index((uint32_t)g->rank, (uint32_t)g->ranks);
+    cudaError_t err = cudaMemsetAsync(progress, 0x11, sizeof(*progress), stream);
+    if (err == cudaSuccess) {
+        err = cudaLaunchHostFunc(stream, wait_for_late_gate, NULL);
+    }
+    if (err != cudaSuccess) {
+        return err;
+    }
+    /* Its warps passed their checks before the eviction: they store whatever happens. */
+    ncclx_ep_ll_group_desc_t late = *g;
+    late.evicted = late_dummy_evicted;
+    return __real_ncclx_ep_ll_launch_combine_send(&late, h, a, stream);
+}
+
+/*
+ * Operation 1 (run a): every rank dispatches; rank `slow`'s combine send is held after it
+ * began, so the survivors time out on it in combine and evict it.  Operation 2 (run b): the
+ * survivors run it; the test opens the gate while it is under way, and the straggler's rows
+ * of operation 1 land in the survivors' combine area of operation 1's parity.  Operation 3
+ * (run c, that parity, another routing): the survivors dispatch and send their combine rows
+ * (send_only), then complete.  Operations 2 and 3 must be exact on every survivor.
+ */
+static void late_rows(uint32_t ranks, uint64_t timeout_ms, const ep_case_t *k)
+{
+    ep_team_t t;
+    ep_run_t a, b, c;
+    int32_t *d_mask[EP_MAX_RANKS];
+    ep_routing_t rt = ep_routing_default();
+    const uint32_t slow = ep_rand_below(ranks), bit = 1u << slow;
+    const uint32_t all = (1u << ranks) - 1, live = all & ~bit;
+    mask_open_team(&t, ranks, timeout_ms, 1);
+    mask_alloc_masks(&t, d_mask);
+    assert_cuda_ok(cudaMalloc((void **)&late_dummy_evicted, ranks * sizeof(unsigned)));
+    assert_cuda_ok(cudaMemset(late_dummy_evicted, 0, ranks * sizeof(unsigned)));
+    ep_run_alloc(&a, &t, k);
+    ep_run_alloc(&b, &t, k);
+    ep_run_alloc(&c, &t, k);
+    ep_alloc_arm();
+    ep_run_fill(&a, &rt);
+    b.masked = bit;
+    c.masked = bit;
+    ep_run_fill(&b, &rt);
+    ep_run_fill(&c, &rt);
+    ep_run_create(&a);
+    ep_run_create(&b);
+    ep_run_create(&c);
+    ep_team_sync(&t);
+    b.absent = bit;
+    c.absent = bit;
+    mask_iterate(&a); /* operation 0: exact, everyone */
+    /* Operation 1: the dispatch completes everywhere, the straggler's combine send is held. */
+    ep_run_enqueue_dispatch(&a, 0);
+    ep_team_sync(&t);
+    __atomic_store_n(&late_gate, 0, __ATOMIC_RELEASE);
+    late_rank = (int)slow;
+    const double start = mask_now_ms();
+    ep_run_enqueue_combine(&a, 0);
+    assert_int_equal(late_rank, -1); /* the wrapper took the straggler's send */
+    sync_ranks(&t, live);
+    const double ms = mask_now_ms() - start;
+    printf("# %u ranks: rank %u's combine send held, the survivors returned after %.1f ms\n", ranks,
+           slow, ms);
+    if (ms < 0.9 * (double)timeout_ms) {
+        fail_msg("survivors returned after %.1f ms, before the %llu ms timeout", ms,
+                 (unsigned long long)timeout_ms);
+    }
+    mask_expect_async(&t, live, NCCLX_EP_ERROR_TIMEOUT);
+    /* Operations 2 and 3 on the survivors; the straggler's rows land during operation 2. */
+    ep_run_poison_dispatch(&b);
+    ep_run_poison_combine(&b);
+    ep_run_poison_dispatch(&c);
+    ep_run_poison_combine(&c);
+    ep_run_enqueue_dispatch(&b, 0);
+    ep_run_enqueue_combine(&b, 0);
+    ep_run_enqueue_dispatch(&c, 0);
+    ep_run_enqueue_combine(&c, 1);
+    usleep((useconds_t)(timeout_ms * 1000 / 8));
+    __atomic_store_n(&late_gate, 1, __ATOMIC_RELEASE);
+    assert_cuda_ok(cudaStreamSynchronize(t.stream[slow]));
+    ep_run_enqueue_complete(&c);
+    sync_ranks(&t, live);
+    printf("# survivors' operation 2\n");
+    ep_run_check_dispatch(&b);
+    ep_run_check_combine(&b);
+    printf("# survivors' operation 3 (operation 1's parity, another routing)\n");
+    ep_run_check_dispatch(&c);
+    ep_run_check_combine(&c);
+    mask_expect_async(&t, live, NCCLX_EP_ERROR_TIMEOUT);
+    mask_expect_async(&t, bit, NCCLX_EP_ERROR_EVICTED);
+    mask_expect_mask(&t, d_mask, live, bit);
+    /* Everyone cleans; exact again, on every rank. */
+    mask_clean_all(&t);
+    mask_expect_mask(&t, d_mask, all, 0);
+    a.absent = 0;
+    a.masked = 0;
+    ep_run_fill(&a, &rt);
+    ep_run_update(&a);
+    mask_iterate(&a);
+    ep_team_assert_no_async_error(&t);
+    ep_run_destroy(&a);
+    ep_run_destroy(&b);
+    ep_run_destroy(&c);
+    ep_team_sync_only(&t);
+    ep_alloc_assert_none("late rows");
+    ep_run_free(&a);
+    ep_run_free(&b);
+    ep_run_free(&c);
+    assert_cuda_ok(cudaFree(late_dummy_evicted));
+    late_dummy_evicted = NULL;
+    mask_free_masks(&t, d_mask);
+    ep_team_close(&t);
+}
+
+static void test_late_rows(void **state)
+{
+    (void)state;
+    ep_rng_reset("late_rows");
+    late_rows(4, 200, &em_case);
+    late_rows(4, 200, &rm_case);
+}
+
 /* Each rank's graph: dispatch + combine of the run's handle. */
 static void capture(ep_run_t *run, uint32_t r, cudaGraphExec_t *exec)
 {
@@ -401,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_clean_by_two),
         cmocka_unit_test(test_graph_timeout_with_mask),
         cmocka_unit_test(test_graph_timeout_without_mask),
+        cmocka_unit_test(test_late_rows),
     };
     setvbuf(stdout, NULL, _IONBF, 0);
     ep_seed_init("test_ep_ll_straggler");

@@ -192,6 +192,34 @@ static void test_timeout_without_mask_fails_next_call(void **state)
     assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpDispatch"));
 }
 
+/* The combine send progress word of rank r (kernels/ep_ll_wire.h) sits in r's own evicted
+ * words [R], never on r's evicted flag (index r, written by evicting peers), for every team
+ * size that can evict (R >= 2); a busy word is never the idle value, whatever the tag. */
+static void test_progress_word_placement(void **state)
+{
+    (void)state;
+    const uint32_t sizes[] = {2, 3, 4, 7, 64, NCCLX_EP_MAX_LL_RANKS};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        const uint32_t ranks = sizes[i];
+        for (uint32_t r = 0; r < ranks; r++) {
+            const uint32_t at = ncclx_ep_progress_index(r, ranks);
+            if (at >= ranks || at == r) {
+                fail_msg("R = %u: rank %u's progress word at index %u (own flag %u)", ranks, r, at,
+                         r);
+            }
+        }
+    }
+    const uint64_t seqs[] = {
+        0, 1, 2, 0xfffffffeull, 0xffffffffull, 0x100000000ull, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+        const uint32_t busy = ncclx_ep_progress_busy(ncclx_ep_seq_tag(seqs[i]));
+        if (busy == NCCLX_EP_PROGRESS_IDLE) {
+            fail_msg("sequence %llu: a busy progress word reads idle", (unsigned long long)seqs[i]);
+        }
+        assert_int_equal(busy, ncclx_ep_seq_tag(seqs[i]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_update_never_reactivates),
         cmocka_unit_test(test_changes_need_a_quiet_group_and_void_dispatches),
         cmocka_unit_test(test_timeout_without_mask_fails_next_call),
+        cmocka_unit_test(test_progress_word_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
