@@ -994,6 +994,34 @@ static void test_each_entry_refusal(void **state)
     assert_true(n >= 40);
 }
 
+/*
+ * The bounds of an update's topk_idx from the accepting side: exactly T tokens (and zero) pass
+ * every argument check.  The fixture's group has no GPU state (zero ranks in its kernel
+ * descriptor: an empty grid), so the routing launch itself fails, and only it: ncclxCudaError,
+ * never ncclxInvalidArgument, and the handle is left without routing, as ep.h says of a
+ * routing launch that fails.
+ */
+static void test_update_accepts_t_tokens(void **state)
+{
+    (void)state;
+    static const int64_t tokens[] = {T, 0, 1};
+    static scene_t s;
+    for (int i = 0; i < 3; i++) {
+        make_scene(&s, i == 1 ? RM : EM);
+        assert_int_equal(s.f.group.desc.ranks, 0);
+        s.idx.shape[0] = tokens[i];
+        s.idx.data = tokens[i] == 0 ? NULL : s.idx.data;
+        ncclxResult_t res = ncclxEpHandleUpdate(s.h, &s.idx, s.stream);
+        if (res != ncclxCudaError) {
+            fail_msg("update of %lld tokens: got %d '%s', expected only the launch to fail",
+                     (long long)tokens[i], (int)res, ncclxGetLastError());
+        }
+        assert_int_equal(s.f.handle.routed, 0);
+        assert_int_equal(s.f.handle.dispatched, 0);
+        assert_int_equal(s.f.handle.desc.num_tokens, tokens[i]);
+    }
+}
+
 /* ---- 6. zero tokens ---- */
 
 static void test_zero_tokens_accept_null_data(void **state)
@@ -1041,6 +1069,7 @@ int main(void)
         cmocka_unit_test(test_each_broken_dispatch_field),
         cmocka_unit_test(test_each_broken_combine_field),
         cmocka_unit_test(test_each_entry_refusal),
+        cmocka_unit_test(test_update_accepts_t_tokens),
         cmocka_unit_test(test_zero_tokens_accept_null_data),
     };
     return cmocka_run_group_tests_name("ep_args", tests, NULL, NULL);
