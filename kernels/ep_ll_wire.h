@@ -11,7 +11,8 @@
  *   [payload_offset, ...)   the token row; the scale row follows at scale_offset(row bytes)
  * A signal word (uint64), one per (parity, source) and direction:
  *   bits 63..32  sequence tag of the operation (never 0: a zeroed word never matches)
- *   bits 31..12  operation word (what the sender used: top-k, layout, recipe, dtypes)
+ *   bits 31..12  operation word (what the sender used: top-k, layout, recipe, dtypes, scale
+ *                row bytes)
  *   bits 11..0   dispatch: messages sent to this destination; combine: 0
  */
 #ifndef NCCLX_KERNELS_EP_LL_WIRE_H_
@@ -107,27 +108,47 @@ NCCLX_WIRE_FN uint32_t ncclx_ep_seq_tag(uint64_t seq)
 
 /*
  * The operation word: what must agree between a sender and a receiver for the bytes to mean
- * the same on both sides.  Dispatch: top-k (6 bits), expert-major (1), recipe (4, the
- * NCCLX_EP_RECIPE_* flag), token dtype (4).  Combine: the handle's dispatch word plus the
- * combine dtype (4 bits from bit 15).  20 bits at most.
+ * the same on both sides.  Dispatch: top-k, expert-major, recipe (the NCCLX_EP_RECIPE_* flag),
+ * token dtype, scale row bytes and scale dtype (NCCLX_NUM_DATA_TYPES: no scales; QUANT_FWD
+ * forwards the caller's scale rows as bytes, so ranks that disagree on their size or type
+ * would read each other's scales wrongly).  Combine: the handle's dispatch word and the
+ * combine dtype.  Every field enters whole and is mixed into NCCLX_EP_OP_BITS (20) bits (a
+ * 64-bit finalizer, as the HT word does): two different operations share a word with odds of
+ * 2^-20, instead of whenever a truncated field wraps.
  */
 #define NCCLX_EP_OP_BITS    20
 #define NCCLX_EP_COUNT_BITS 12
-NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_TOPK < 64, "top-k fits in 6 bits of the operation word");
-NCCLX_WIRE_ASSERT(NCCLX_NUM_DATA_TYPES <= 16, "a dtype fits in 4 bits of the operation word");
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_TOPK < 256, "top-k fits in 8 bits of the operation key");
+NCCLX_WIRE_ASSERT(NCCLX_NUM_DATA_TYPES < 32, "a dtype (or none) fits in 5 bits of the key");
 NCCLX_WIRE_ASSERT(NCCLX_EP_RECIPE_MXFP8 < 16, "a recipe flag fits in 4 bits");
 NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_LL_TOKENS_PER_RANK < (1u << NCCLX_EP_COUNT_BITS),
                   "a message count fits in the signal's count field");
 
-NCCLX_WIRE_FN uint32_t ncclx_ep_op_word(uint32_t topk, int expert_major, uint32_t recipe,
-                                        uint32_t token_dtype)
+/* A 64-bit finalizer (MurmurHash3's), cut to the operation word's bits. */
+NCCLX_WIRE_FN uint32_t ncclx_ep_op_mix(uint64_t x)
 {
-    return topk | (uint32_t)(expert_major != 0) << 6 | recipe << 7 | token_dtype << 11;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (uint32_t)x & ((1u << NCCLX_EP_OP_BITS) - 1u);
+}
+
+NCCLX_WIRE_FN uint32_t ncclx_ep_op_word(uint32_t topk, int expert_major, uint32_t recipe,
+                                        uint32_t token_dtype, uint64_t scale_bytes,
+                                        uint32_t scale_dtype)
+{
+    return ncclx_ep_op_mix((uint64_t)(topk & 0xffu) | (uint64_t)(expert_major != 0) << 8 |
+                           (uint64_t)(recipe & 0xfu) << 9 | (uint64_t)(token_dtype & 0x1fu) << 13 |
+                           (uint64_t)(scale_dtype & 0x1fu) << 18 |
+                           (uint64_t)(scale_bytes & 0xffffffffffull) << 23);
 }
 
 NCCLX_WIRE_FN uint32_t ncclx_ep_combine_op_word(uint32_t dispatch_op, uint32_t dtype)
 {
-    return dispatch_op | dtype << 15;
+    /* Bit 63 keeps a combine's key apart from every dispatch key. */
+    return ncclx_ep_op_mix((uint64_t)dispatch_op | (uint64_t)(dtype & 0x1fu) << 20 | 1ull << 63);
 }
 
 NCCLX_WIRE_FN uint64_t ncclx_ep_signal_word(uint32_t tag, uint32_t op, uint32_t count)

@@ -134,6 +134,11 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
 ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                        ncclx_ep_ht_combine_desc_t *d);
 
+/** ncclxEpHandleImport's error for a nonzero verdict of its check kernel (NCCLX_EP_HT_IMPORT_*
+ *  bits; the first of header format, geometry, overflow, state and checksum names the cause);
+ *  st is the caller's state.  Pure host code (test_ep_handle_import runs it). */
+ncclxResult_t ncclx_ep_ht_import_refusal(unsigned verdict, const ncclxEpHandleState_t *st);
+
 /** HT dispatch / combine: checks the arguments (naming the field), then launches. */
 ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
                                    ncclxStream_t stream);

@@ -97,7 +97,7 @@ ncclxResult_t ncclxEpHandleInit(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *c
 #define NCCLX_IMPORT_VERDICT_OFFSET 16u
 #define NCCLX_IMPORT_STEP_OFFSET    24u
 
-static ncclxResult_t ncclx_import_refusal(unsigned verdict, const ncclxEpHandleState_t *st)
+ncclxResult_t ncclx_ep_ht_import_refusal(unsigned verdict, const ncclxEpHandleState_t *st)
 {
     if (verdict & (NCCLX_EP_HT_IMPORT_MAGIC | NCCLX_EP_HT_IMPORT_VERSION)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
@@ -189,7 +189,7 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
             res, err_release);
         NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize((cudaStream_t)stream), res, err_release);
         if (*verdict != 0) {
-            res = ncclx_import_refusal(*verdict, &st);
+            res = ncclx_ep_ht_import_refusal(*verdict, &st);
             goto err_release;
         }
     }

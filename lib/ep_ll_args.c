@@ -106,19 +106,42 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
     const int64_t in_shape[2] = {h->desc.num_tokens, NCCLX_ANY_DIM};
     NCCLX_CHECK(ncclx_tensor_check(&a->scales, "ncclxEpDispatch: args->scales", ALL_DTYPES, 2,
                                    in_shape, "[num_tokens, scales per token]"));
-    d->scale_bytes = ncclx_tensor_row_bytes(&a->scales);
-    if (d->scale_bytes > p->max_scale_bytes) {
+    /* Whole bytes: a row of 33 FP4 values would round down to 16 bytes, and its rows (and
+     * out_scales' rows) would not start where the kernels read and write them. */
+    const uint64_t scale_bits =
+        (uint64_t)a->scales.shape[1] * ncclx_tensor_elem_bits(a->scales.dtype);
+    if (scale_bits % 8 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpDispatch: args->scales rows of %lld values of dtype %d are "
+                           "%llu bits: not whole bytes",
+                           (long long)a->scales.shape[1], (int)a->scales.dtype,
+                           (unsigned long long)scale_bits);
+    }
+    const size_t scale_bytes = ncclx_tensor_row_bytes(&a->scales);
+    if (scale_bytes > p->max_scale_bytes) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->scales rows are %zu "
                            "bytes, more than the plan's max_scale_bytes=%u",
-                           d->scale_bytes, p->max_scale_bytes);
+                           scale_bytes, p->max_scale_bytes);
     }
     ncclx_out_shape(h, a->scales.shape[1], out_shape);
     NCCLX_CHECK(ncclx_tensor_check(&a->out_scales, "ncclxEpDispatch: args->out_scales",
                                    BIT(a->scales.dtype), 3, out_shape, ncclx_out_why(h)));
+    d->scale_bytes = scale_bytes;
     d->scales = a->scales.data;
     d->out_scales = a->out_scales.data;
     return ncclxSuccess;
+}
+
+/* The dtype of the scale rows an operation moves (NCCLX_NUM_DATA_TYPES: none). */
+static uint32_t ncclx_scale_dtype(const ncclxEpDispatchArgs_t *a,
+                                  const ncclx_ep_ll_dispatch_desc_t *d)
+{
+    if (a->recipe == NCCLX_EP_RECIPE_FP8) {
+        return NCCLX_FLOAT32;
+    }
+    return d->scales != NULL || d->scale_bytes != 0 ? (uint32_t)a->scales.dtype
+                                                    : NCCLX_NUM_DATA_TYPES;
 }
 
 /* Rank-major extras: forwarded weights in, received top-k idx and weights out. */
@@ -167,19 +190,22 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
         NCCLX_CHECK(ncclx_check_rank_major(h, a, &d));
     }
     if (d.row_bytes % 16 != 0 || d.out_row_bytes % 16 != 0) {
+        const int in = d.row_bytes % 16 != 0;
         return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpDispatch: token rows of %zu bytes are "
-                           "not 16-byte multiples",
-                           d.row_bytes);
+                           "ncclxEpDispatch: args->%s rows of %zu bytes are not 16-byte "
+                           "multiples (rows move in 16-byte pieces)",
+                           in ? "tokens" : "out_tokens", in ? d.row_bytes : d.out_row_bytes);
     }
     d.tokens = a->tokens.data;
     d.out_tokens = a->out_tokens.data;
     d.out_counts = a->out_counts.data;
     d.recipe = (int)a->recipe;
     d.round_scales = (int)a->round_scales;
-    /* What every receiver checks before it reads a byte of this operation's messages. */
+    /* What every receiver checks before it reads a byte of this operation's messages: the
+     * scale rows too (QUANT_FWD forwards the caller's as bytes, of the caller's size and type;
+     * FP8 makes FLOAT32 ones). */
     d.op = ncclx_ep_op_word((uint32_t)h->desc.topk, h->desc.expert_major, a->recipe,
-                            (uint32_t)a->tokens.dtype);
+                            (uint32_t)a->tokens.dtype, d.scale_bytes, ncclx_scale_dtype(a, &d));
     *out = d;
     return ncclxSuccess;
 }

@@ -29,7 +29,8 @@
  * the group's planned hidden (every call uses exactly it).  Entries of topk_idx equal to -1
  * are not routed; entries outside [-1, num_experts) are treated as -1 (the token's other
  * entries are still delivered) and reported by ncclxEpGetAsyncError.  Every rank passes the
- * same top-k, layout, recipe, dtypes and scale row size to one operation: every message and
+ * same top-k, layout, recipe, dtypes and scale row size to one operation (QUANT_FWD: a rank
+ * without tokens passes its [0, S] scales, not absent ones): every message and
  * signal carries an operation word, and a receiver drops (never reads) the data of a peer
  * whose word differs and reports NCCLX_EP_ERROR_MISMATCH.  Every call checks its arguments
  * against the group and the handle and names the offending field; nothing here allocates, and

@@ -179,13 +179,14 @@ int ncclx_ht_ref_layout_alloc(const ncclx_ht_ref_case_t *c, ncclx_ht_ref_layout_
     L = local_experts(c);
     K = c->topk;
     memset(&b, 0, sizeof(b));
-    /* +1: calloc(0) may return NULL, which would read as a failure. */
-    b.expert_counts = calloc(L + 1, sizeof(int32_t));
+    /* Exactly the documented sizes (a valid case has S, L and K >= 1): a write one past the
+     * receive area lands outside the arrays, where AddressSanitizer sees it. */
+    b.expert_counts = calloc(L, sizeof(int32_t));
     b.expert_offsets = calloc(L + 1, sizeof(int32_t));
-    b.row_source = calloc(S + 1, sizeof(int32_t));
-    b.row_expert = calloc(S + 1, sizeof(int32_t));
-    b.row_ids = calloc(S * K + 1, sizeof(int32_t));
-    b.row_weights = calloc(S * K + 1, sizeof(float));
+    b.row_source = calloc(S, sizeof(int32_t));
+    b.row_expert = calloc(S, sizeof(int32_t));
+    b.row_ids = calloc(S * K, sizeof(int32_t));
+    b.row_weights = calloc(S * K, sizeof(float));
     if (b.expert_counts == NULL || b.expert_offsets == NULL || b.row_source == NULL ||
         b.row_expert == NULL || b.row_ids == NULL || b.row_weights == NULL) {
         ncclx_ht_ref_layout_free(&b);

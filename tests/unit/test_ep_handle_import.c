@@ -295,6 +295,187 @@ static void test_import_refused_group(void **state)
     expect_pool_free(&f, EM);
 }
 
+/* ---- 7b. the verify kernel's verdict: each bit maps to its error ---- */
+
+#define IMP_ "ncclxEpHandleImport: "
+#define MSG_FORMAT                                                                                 \
+    IMP_                                                                                           \
+        "handle_mem does not start with the header of a libncclx HT handle of this format (not a " \
+        "snapshot, or one of another version)"
+#define MSG_GEOMETRY                                                                        \
+    IMP_ "handle_mem is a snapshot for another group geometry, rank, layout or top-k than " \
+         "this import's"
+#define MSG_OVERFLOW                                                                       \
+    IMP_ "handle_mem is a snapshot of a routing that overflowed max_recv_tokens_per_rank " \
+         "under the TRAP policy"
+#define MSG_CHECKSUM IMP_ "handle_mem's checksum differs from its header's"
+
+/* The verdict bits are distinct single bits: a table row per bit means something. */
+_Static_assert((NCCLX_EP_HT_IMPORT_MAGIC | NCCLX_EP_HT_IMPORT_VERSION |
+                NCCLX_EP_HT_IMPORT_GEOMETRY | NCCLX_EP_HT_IMPORT_STATE |
+                NCCLX_EP_HT_IMPORT_CHECKSUM | NCCLX_EP_HT_IMPORT_OVERFLOW) == 0x3f,
+               "six distinct verdict bits");
+
+/*
+ * One row per verdict bit, then combinations: the first cause in the order header format,
+ * geometry, overflow, state, checksum is the one named (a header of another format says
+ * nothing trustworthy about the rest; a snapshot for another geometry or an overflowed routing
+ * also differs in its state and checksum, which would hide the real cause).  Every refusal is
+ * ncclxInvalidArgument.
+ */
+static void test_import_verdicts(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned verdict;
+        const char *needle;
+    } rows[] = {
+        {NCCLX_EP_HT_IMPORT_MAGIC, MSG_FORMAT},
+        {NCCLX_EP_HT_IMPORT_VERSION, MSG_FORMAT},
+        {NCCLX_EP_HT_IMPORT_GEOMETRY, MSG_GEOMETRY},
+        {NCCLX_EP_HT_IMPORT_STATE,
+         IMP_ "state (num_tokens=37, topk=3, topk_idx_dtype=7) differs from the routing the "
+              "snapshot holds"},
+        {NCCLX_EP_HT_IMPORT_CHECKSUM, MSG_CHECKSUM},
+        {NCCLX_EP_HT_IMPORT_OVERFLOW, MSG_OVERFLOW},
+        /* the order of causes */
+        {~0u, MSG_FORMAT}, /* what the host writes before the kernel: never a pass */
+        {NCCLX_EP_HT_IMPORT_MAGIC | NCCLX_EP_HT_IMPORT_GEOMETRY | NCCLX_EP_HT_IMPORT_CHECKSUM,
+         MSG_FORMAT},
+        {NCCLX_EP_HT_IMPORT_VERSION | NCCLX_EP_HT_IMPORT_OVERFLOW, MSG_FORMAT},
+        {NCCLX_EP_HT_IMPORT_GEOMETRY | NCCLX_EP_HT_IMPORT_STATE | NCCLX_EP_HT_IMPORT_CHECKSUM |
+             NCCLX_EP_HT_IMPORT_OVERFLOW,
+         MSG_GEOMETRY},
+        {NCCLX_EP_HT_IMPORT_OVERFLOW | NCCLX_EP_HT_IMPORT_STATE | NCCLX_EP_HT_IMPORT_CHECKSUM,
+         MSG_OVERFLOW},
+        {NCCLX_EP_HT_IMPORT_STATE | NCCLX_EP_HT_IMPORT_CHECKSUM, IMP_ "state (num_tokens=37"},
+    };
+    ncclxEpHandleState_t st = state_of(37, 3);
+    st.topk_idx_dtype = NCCLX_INT32;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        ncclxResult_t res = ncclx_ep_ht_import_refusal(rows[i].verdict, &st);
+        if (res != ncclxInvalidArgument || strstr(ncclxGetLastError(), rows[i].needle) == NULL) {
+            fail_msg("verdict 0x%x: got %d '%s', expected '%s'", rows[i].verdict, (int)res,
+                     ncclxGetLastError(), rows[i].needle);
+        }
+    }
+    /* Each single bit names a different cause than every other bit (but magic and version,
+     * both the header's format). */
+    static const unsigned causes[] = {NCCLX_EP_HT_IMPORT_MAGIC, NCCLX_EP_HT_IMPORT_GEOMETRY,
+                                      NCCLX_EP_HT_IMPORT_STATE, NCCLX_EP_HT_IMPORT_CHECKSUM,
+                                      NCCLX_EP_HT_IMPORT_OVERFLOW};
+    char seen[5][512];
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(ncclx_ep_ht_import_refusal(causes[i], &st), ncclxInvalidArgument);
+        snprintf(seen[i], sizeof(seen[i]), "%s", ncclxGetLastError());
+        for (int j = 0; j < i; j++) {
+            assert_string_not_equal(seen[i], seen[j]);
+        }
+    }
+}
+
+/* ---- 7c. the geometry hash: every input changes it ---- */
+
+/* The geometry of handle h after bind, laid out as l. */
+static uint64_t geometry_of(ncclx_ep_handle_t *h, const ncclx_ep_ht_handle_layout_t *l)
+{
+    ncclx_ep_ht_handle_desc(h, MEM, l);
+    return h->ht.geometry;
+}
+
+typedef struct {
+    const char *name;
+    void *field;  /* the input, in the group, the handle or the layout */
+    size_t bytes; /* its size: 4 or 8 */
+} geometry_input_t;
+
+static uint64_t load_field(const geometry_input_t *in)
+{
+    if (in->bytes == 8) {
+        uint64_t v;
+        memcpy(&v, in->field, 8);
+        return v;
+    }
+    uint32_t v;
+    memcpy(&v, in->field, 4);
+    return v;
+}
+
+static void store_field(const geometry_input_t *in, uint64_t v)
+{
+    if (in->bytes == 8) {
+        memcpy(in->field, &v, 8);
+    } else {
+        uint32_t w = (uint32_t)v;
+        memcpy(in->field, &w, 4);
+    }
+}
+
+/*
+ * A snapshot must be refused by a group, rank or handle that differs in anything its rows
+ * depend on (ep.h: the group's geometry and this rank, the layout and top-k; the memory
+ * layout).  Each input is changed alone, in its lowest bit, in a bit of each higher byte and
+ * (64-bit inputs) in the high half; each change gives another hash, and restoring the input
+ * restores the hash.
+ */
+static void test_geometry_hash_inputs(void **state)
+{
+    (void)state;
+    fixture_t f;
+    make_fixture(&f, HT, EM | FLAT);
+    f.group.ht.rank = 2;
+    f.group.plan.expert_alignment = 4;
+    ncclxEpHandle_t h = init_handle(&f, EM, K);
+    ncclx_ep_ht_handle_layout_t l = f.group.ht_handle_layout;
+    ncclx_ep_group_t *g = &f.group;
+    const geometry_input_t inputs[] = {
+        {"dims.ranks", &g->dims.ranks, sizeof(g->dims.ranks)},
+        {"ht.rank", &g->ht.rank, sizeof(g->ht.rank)},
+        {"plan.num_experts", &g->plan.num_experts, sizeof(g->plan.num_experts)},
+        {"plan.hidden", &g->plan.hidden, sizeof(g->plan.hidden)},
+        {"dims.tokens", &g->dims.tokens, sizeof(g->dims.tokens)},
+        {"dims.recv_slots", &g->dims.recv_slots, sizeof(g->dims.recv_slots)},
+        {"plan.max_topk", &g->plan.max_topk, sizeof(g->plan.max_topk)},
+        {"plan.expert_alignment", &g->plan.expert_alignment, sizeof(g->plan.expert_alignment)},
+        {"plan.overflow_policy", &g->plan.overflow_policy, sizeof(g->plan.overflow_policy)},
+        {"config.layout", &h->config.layout, sizeof(h->config.layout)},
+        {"config.topk", &h->config.topk, sizeof(h->config.topk)},
+        {"config.global_expert_ids", &h->config.global_expert_ids,
+         sizeof(h->config.global_expert_ids)},
+        {"layout bytes", &l.bytes, sizeof(l.bytes)},
+    };
+    const uint64_t base = geometry_of(h, &l);
+    assert_int_equal(geometry_of(h, &l), base); /* a function of its inputs */
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        const geometry_input_t *in = &inputs[i];
+        assert_true(in->bytes == 4 || in->bytes == 8);
+        const uint64_t v = load_field(in);
+        for (unsigned bit = 0; bit < 8 * in->bytes; bit += bit < 8 ? 1 : 8) {
+            store_field(in, v ^ (1ull << bit));
+            const uint64_t changed = geometry_of(h, &l);
+            if (changed == base) {
+                fail_msg("geometry input %s: flipping bit %u leaves the hash 0x%016llx", in->name,
+                         bit, (unsigned long long)base);
+            }
+            store_field(in, v);
+        }
+        assert_int_equal(geometry_of(h, &l), base);
+    }
+    /* Two inputs that swap values still differ (the hash is not a sum of fields). */
+    const uint32_t tokens = g->dims.tokens, slots = g->dims.recv_slots;
+    assert_int_not_equal(tokens, slots);
+    g->dims.tokens = slots;
+    g->dims.recv_slots = tokens;
+    assert_int_not_equal(geometry_of(h, &l), base);
+    g->dims.tokens = tokens;
+    g->dims.recv_slots = slots;
+    /* The handle's own memory layout: a top-2 handle on its own memory has other bytes. */
+    ncclxEpHandle_t h2 = init_handle(&f, EM, 2);
+    assert_int_not_equal(h2->ht.geometry, h->ht.geometry);
+    assert_ncclx_ok(ncclxEpHandleDestroy(h2));
+    assert_ncclx_ok(ncclxEpHandleDestroy(h));
+}
+
 /* ---- 8. HT zero-copy buffers ---- */
 
 #define DISPATCH_ROWS ((char *)(uintptr_t)0x20000000u)
@@ -433,7 +614,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_refused_args),  cmocka_unit_test(test_import_refused_mem),
-        cmocka_unit_test(test_import_refused_group), cmocka_unit_test(test_ht_buffers_refused),
+        cmocka_unit_test(test_import_refused_group), cmocka_unit_test(test_import_verdicts),
+        cmocka_unit_test(test_geometry_hash_inputs), cmocka_unit_test(test_ht_buffers_refused),
         cmocka_unit_test(test_ht_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
