@@ -247,8 +247,11 @@ uint64_t ncclx_plan_hash(const ncclx_plan_norm_t *norm)
     return h;
 }
 
+/* Every value the walk visits: sized from the tables, so that a field added to one of them
+ * can never be written past the end (a hard-coded count once missed a plan field). */
 typedef struct {
-    uint64_t values[3 + 2 + NCCLX_MAX_EP_GROUPS * NCCLX_COUNT(ncclx_group_fields)];
+    uint64_t values[NCCLX_COUNT(ncclx_team_fields) + NCCLX_COUNT(ncclx_plan_fields) +
+                    NCCLX_MAX_EP_GROUPS * NCCLX_COUNT(ncclx_group_fields)];
     uint32_t count;
 } ncclx_plan_values_t;
 
