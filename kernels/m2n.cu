@@ -68,6 +68,13 @@ __device__ __forceinline__ const void **src_tiles(char *base, const ncclx_m2n_la
                                            ncclx_m2n_signal_words(l.channels) * l.ranks);
 }
 
+// m2n_ring.h's direct path table (NCCLX_M2N_DIRECT_*), after src_tiles.
+__device__ __forceinline__ u64 *direct_table(char *base, const ncclx_m2n_launch_t &l)
+{
+    return reinterpret_cast<u64 *>(base + l.signals) +
+           ncclx_m2n_signal_words(l.channels) * l.ranks + NCCLX_M2N_MAX_TRANSFERS;
+}
+
 // Acquire and release at the narrowest scope that holds every rank of the context: the GPU
 // when all of them are on this one (a loopback team), else the system (peers on other GPUs).
 __device__ __forceinline__ u64 ld_acquire(const ncclx_m2n_launch_t &l, const u64 *p)
@@ -125,6 +132,113 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
             }
         }
     }
+}
+
+// Thread 0: closes this rank's direct table (t: its own) and waits until no reader holds a
+// claim on it (HT's close_direct).  A reader claims, then checks the table open for its launch,
+// then reads the tiles and releases; a closer stores CLOSED, then reads the claims: with a full
+// fence between on both sides, either the reader sees CLOSED (and reads nothing) or the closer
+// sees its claim (and waits for the release, which never waits on anything).
+__device__ void close_direct(const ncclx_m2n_launch_t &l, u64 *t)
+{
+    volatile u64 *w = t;
+    w[NCCLX_M2N_DIRECT_OPEN] = NCCLX_M2N_DIRECT_CLOSED;
+    __threadfence();
+    const u64 start = globaltimer();
+    while (w[NCCLX_M2N_DIRECT_CLAIMS] != 0) {
+        if (globaltimer() - start > l.timeout_ns) {
+            report_error(l, kTimeout);
+            break;
+        }
+    }
+    __threadfence(); // the readers' accesses before this rank's tiles change
+}
+
+// Block 0 of a direct launch, before its vote: the table that this launch's destinations read
+// (m2n_ring.h).  Closed first, so that no reader of the last launch reads it while it changes
+// (none is left but for a rank whose plan differs: a launch ends once its readers are done),
+// then opened for this launch's tag.
+__device__ void publish_direct(const ncclx_m2n_launch_t &l, char *self, u64 tag)
+{
+    volatile u64 *t = direct_table(self, l);
+    if (threadIdx.x == 0) {
+        close_direct(l, const_cast<u64 *>(t));
+    }
+    __syncthreads();
+    const int num_boxes =
+        l.num_pairs > 0 ? l.pairs[l.num_pairs - 1].first_box + l.pairs[l.num_pairs - 1].num_boxes
+                        : 0;
+    for (int e = threadIdx.x; e < l.num_entries; e += blockDim.x) {
+        *reinterpret_cast<const void *volatile *>(&src_tiles(self, l)[e]) = l.src_tiles[e];
+    }
+    for (int k = threadIdx.x; k < l.num_pairs; k += blockDim.x) {
+        const ncclx_m2n_pair_desc_t &pr = l.pairs[k];
+        t[NCCLX_M2N_DIRECT_PAIRS + 2 * k] = ncclx_m2n_direct_pair_word(
+            (unsigned)pr.peer, (unsigned)pr.send, (unsigned)pr.first_box, (unsigned)pr.num_boxes);
+        t[NCCLX_M2N_DIRECT_PAIRS + 2 * k + 1] = pr.bytes;
+    }
+    for (int x = threadIdx.x; x < num_boxes; x += blockDim.x) {
+        const ncclx_m2n_box_desc_t &b = l.boxes[x];
+        volatile u64 *y = t + NCCLX_M2N_DIRECT_BOXES + (size_t)x * NCCLX_M2N_DIRECT_BOX_WORDS;
+        const char *base = static_cast<const char *>(l.src_tiles[b.entry]);
+        uint64_t r[NCCLX_M2N_DIRECT_BOX_WORDS];
+        // A receiving box (a self copy's) is never read: its offset stays unmatched.
+        ncclx_m2n_direct_record((u64)b.entry, b.begin, b.bytes, b.run, b.pieces1,
+                                base != nullptr ? (u64)(b.tile - base) : ~0ull, b.stride0,
+                                b.stride1, r);
+        for (int w = 0; w < NCCLX_M2N_DIRECT_BOX_WORDS; w++) {
+            y[w] = (u64)r[w];
+        }
+    }
+    if (threadIdx.x == 0) {
+        t[NCCLX_M2N_DIRECT_NUM_PAIRS] = (u64)l.num_pairs;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence(); // the table before it opens
+        t[NCCLX_M2N_DIRECT_OPEN] = tag;
+    }
+    __syncthreads();
+}
+
+// Whether source table t (claimed and open for this launch) lists, for receiving pair pr of
+// this rank, the same boxes as this rank's plan: the source's side of each (offset and strides
+// in its tile, run, pieces, place in the stream) exactly, so that every read stays inside what
+// the source planned from its own descriptors.  The vote word is a hash: this is its backstop.
+__device__ bool same_plan(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
+                          const u64 *t)
+{
+    __shared__ int found;
+    if (threadIdx.x == 0) {
+        found = -1;
+    }
+    __syncthreads();
+    const u64 n = load_volatile(&t[NCCLX_M2N_DIRECT_NUM_PAIRS]);
+    for (u64 k = threadIdx.x; k < n && k < NCCLX_M2N_MAX_PEERS; k += blockDim.x) {
+        const u64 w = load_volatile(&t[NCCLX_M2N_DIRECT_PAIRS + 2 * k]);
+        if ((w & 0xffffffffull) == (u64)(unsigned)l.rank && ((w >> 32) & 1) != 0) {
+            found = (int)k; // one pair per (peer, direction)
+        }
+    }
+    __syncthreads();
+    int ok = found >= 0;
+    if (ok) {
+        const u64 w = load_volatile(&t[NCCLX_M2N_DIRECT_PAIRS + 2 * found]);
+        const u64 first = (w >> 33) & 0x1ff, num = (w >> 42) & 0x1ff;
+        ok = num == (u64)pr.num_boxes && first + num <= NCCLX_M2N_MAX_TRANSFERS &&
+             load_volatile(&t[NCCLX_M2N_DIRECT_PAIRS + 2 * found + 1]) == pr.bytes;
+        for (int x = threadIdx.x; ok && x < pr.num_boxes; x += blockDim.x) {
+            const ncclx_m2n_box_desc_t &b = l.boxes[pr.first_box + x];
+            const u64 *y = t + NCCLX_M2N_DIRECT_BOXES + (first + x) * NCCLX_M2N_DIRECT_BOX_WORDS;
+            uint64_t r[NCCLX_M2N_DIRECT_BOX_WORDS];
+            ncclx_m2n_direct_record((u64)b.entry, b.begin, b.bytes, b.run, b.pieces1, b.peer_offset,
+                                    b.peer_stride0, b.peer_stride1, r);
+            for (int w = 0; w < NCCLX_M2N_DIRECT_BOX_WORDS; w++) {
+                ok = ok && load_volatile(&y[w]) == (u64)r[w];
+            }
+        }
+    }
+    return __syncthreads_and(ok) != 0;
 }
 
 // Loads and stores by copy.  Packing reads the tile once (streaming: it should not push the
@@ -293,16 +407,47 @@ __device__ void move_span_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pa
 // on one context.
 __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pair_desc_t &pr,
                                  const u64 *base, unsigned first, unsigned step, unsigned mine,
-                                 u64 slices, const u64 *wait_words, u64 *post_words, u64 *counts)
+                                 u64 slices, const u64 *wait_words, u64 *post_words, u64 *counts,
+                                 u64 tag)
 {
     const unsigned C = (unsigned)pr.channels;
     if (!pr.send) {
+        // Claim the source's table, then check it still open for this launch: a source that
+        // gave up waiting for its destinations closed it and its caller may reuse its tiles.
+        __shared__ int admitted;
+        u64 *t = direct_table(base_of(l, pr.peer), l);
+        if (threadIdx.x == 0) {
+            atomicAdd(&t[NCCLX_M2N_DIRECT_CLAIMS], 1ull);
+            __threadfence();
+            admitted = load_volatile(&t[NCCLX_M2N_DIRECT_OPEN]) == tag;
+            if (!admitted) {
+                atomicAdd(&t[NCCLX_M2N_DIRECT_CLAIMS], ~0ull); // -1
+                report_error(l, kTimeout); // the source gave up: M2N is out of step
+            }
+        }
+        __syncthreads();
+        if (!admitted) {
+            return false;
+        }
+        const bool same = same_plan(l, pr, t);
         uint64_t lo, hi;
         ncclx_m2n_direct_range(pr.bytes, l.slice, (unsigned)pr.blocks, first, &lo, &hi);
-        if (lo < hi) {
+        if (same && lo < hi) {
             move_span_direct(l, pr, lo, hi, src_tiles(base_of(l, pr.peer), l));
         }
         __syncthreads(); // every read of the source's tile comes before the release below
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&t[NCCLX_M2N_DIRECT_CLAIMS], ~0ull); // -1
+            if (!same) {
+                // The votes agreed (a hash) but the plans do not: nothing read, nothing posted,
+                // so the source's wait times out; the counters no longer agree, M2N stops.
+                report_error(l, kMismatch | kTimeout);
+            }
+        }
+        if (!same) {
+            return false;
+        }
     }
     int ok = 1;
     for (unsigned i = threadIdx.x; i < mine; i += blockDim.x) {
@@ -320,14 +465,20 @@ __device__ bool move_pair_direct(const ncclx_m2n_launch_t &l, const ncclx_m2n_pa
         }
         *reinterpret_cast<volatile u64 *>(&counts[c]) = need;
     }
-    return __syncthreads_and(ok) != 0;
+    const bool all = __syncthreads_and(ok) != 0;
+    if (!all && pr.send && threadIdx.x == 0) {
+        // This rank gives up on its destinations and its caller may reuse its tiles: no reader
+        // may start on them any more, and one at work finishes first.
+        close_direct(l, direct_table(base_of(l, l.rank), l));
+    }
+    return all;
 }
 
 // This block's channels of pair p (channels part, part + blocks, ... of the pair's), round by
 // round and, within a round, channel by channel: every block of both ends takes its work in
 // (pair, round, channel) order, so the lowest unfinished item always has both of its ends at it.
 // False when a wait failed.
-__device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
+__device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part, u64 tag)
 {
     __shared__ u64 base[NCCLX_M2N_MAX_CHANNELS];
     __shared__ int ok;
@@ -354,7 +505,7 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part)
     __syncthreads();
     if (l.direct) {
         return move_pair_direct(l, pr, base, first, step, mine, slices, wait_words, post_words,
-                                counts);
+                                counts, tag);
     }
     const u64 rounds = ncclx_m2n_channel_rounds(slices, first, C); // the most of its channels
     for (u64 j = 0; j < rounds; j++) {
@@ -418,13 +569,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned tag = (unsigned)(seq + 1);
     char *self = base_of(l, l.rank);
     if (blockIdx.x == 0) {
-        // The direct path's table of this rank's source tiles goes out with the vote (whose
-        // release stores order it): a destination reads it only after it saw the vote.  The
-        // last launch's readers are done with it: this rank's last launch waited for them.
-        for (int e = threadIdx.x; e < l.num_entries; e += blockDim.x) {
-            *reinterpret_cast<const void *volatile *>(&src_tiles(self, l)[e]) = l.src_tiles[e];
+        // The direct path's table of this rank's source tiles and plan goes out with the vote
+        // (whose release stores order it): a destination reads it only after it saw the vote,
+        // and under a claim.
+        if (l.direct) {
+            publish_direct(l, self, (u64)seq + 1);
         }
-        __syncthreads();
         for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
             st_release(l, votes(base_of(l, r), l, parity) + l.rank, ((u64)tag << 32) | l.word);
         }
@@ -450,7 +600,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int p = 0; l.direct && !(l.word & kRefuse) && p < l.num_pairs; p++) {
             const int part = (int)blockIdx.x - l.pairs[p].first_block;
             if (l.pairs[p].send && part >= 0 && part < l.pairs[p].blocks) {
-                (void)move_pair(l, p, part);
+                (void)move_pair(l, p, part, (u64)seq + 1);
             }
         }
         return;
@@ -461,7 +611,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (bits == 0 && !(l.word & kRefuse)) {
         for (int p = 0; p < l.num_pairs; p++) {
             const int part = (int)blockIdx.x - l.pairs[p].first_block;
-            if (part >= 0 && part < l.pairs[p].blocks && !move_pair(l, p, part)) {
+            if (part >= 0 && part < l.pairs[p].blocks && !move_pair(l, p, part, (u64)seq + 1)) {
                 return;
             }
         }
@@ -476,11 +626,11 @@ struct ClearView {
     unsigned *status;
 };
 
-__global__ void clear_kernel(ncclx_m2n_state_t *state, unsigned *status)
+__global__ void clear_kernel(ncclx_m2n_state_t *state, unsigned *status, unsigned bits)
 {
     const ClearView v = {state, status};
-    const unsigned now =
-        atomicAnd(&state->error, ~(kRefused | kMismatch)) & ~(kRefused | kMismatch);
+    const unsigned mask = bits & (kRefused | kMismatch);
+    const unsigned now = atomicAnd(&state->error, ~mask) & ~mask;
     publish_status(v, now);
 }
 
@@ -495,9 +645,9 @@ extern "C" cudaError_t ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_
 }
 
 extern "C" cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *status,
-                                              cudaStream_t stream)
+                                              unsigned int bits, cudaStream_t stream)
 {
-    ncclx::m2n::clear_kernel<<<1, 1, 0, stream>>>(state, status);
+    ncclx::m2n::clear_kernel<<<1, 1, 0, stream>>>(state, status, bits);
     return cudaGetLastError();
 }
 

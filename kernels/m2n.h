@@ -86,9 +86,10 @@ typedef struct {
 /** Enqueues launch l (every rank launches every call, also with no pair). */
 cudaError_t ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
 
-/** Clears the REFUSED and MISMATCH bits of the device state (a TIMEOUT stays). */
+/** Clears `bits` (REFUSED and MISMATCH only: a TIMEOUT stays) of the device state and
+ *  publishes the rest to the mapped status, in stream order. */
 cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *status,
-                                   cudaStream_t stream);
+                                   unsigned int bits, cudaStream_t stream);
 
 /** Loads the module of kernels/m2n.cu (see ncclx_kernels_load). */
 cudaError_t ncclx_m2n_kernels_load(void);

@@ -14,6 +14,11 @@
  *   signals  vote[2][R], then filled[source R][channels], freed[destination R][channels]
  *            then src_tiles[NCCLX_M2N_MAX_TRANSFERS]: on the direct path, this rank's source
  *            tile of each tensor of the launch, for its destinations to read from
+ *            then the direct path's table (NCCLX_M2N_DIRECT_WORDS): open (the tag of the launch
+ *            whose tiles may be read, or NCCLX_M2N_DIRECT_CLOSED), claims (readers at work),
+ *            num_pairs, pairs[NCCLX_M2N_MAX_PEERS][2] and boxes[NCCLX_M2N_MAX_TRANSFERS][8]:
+ *            this rank's launch plan, exact, which a destination compares with its own before
+ *            it reads a tile (the vote word is only a hash)
  * and in private device memory sent[R][channels], received[R][channels]: the rounds moved
  * since init, the bases of filled and freed.
  *
@@ -54,11 +59,51 @@ NCCLX_RING_FN uint64_t ncclx_m2n_signal_words(uint32_t channels)
     return 2u + 2ull * channels;
 }
 
+/* The direct path's table after src_tiles, in uint64 words: open, claims, num_pairs, then per
+ * pair (peer | send << 32 | first_box << 33 | num_boxes << 42, bytes) and per box (entry,
+ * begin, bytes, run, pieces[1], offset, stride[0], stride[1]) of this rank's side. */
+#define NCCLX_M2N_DIRECT_OPEN      0
+#define NCCLX_M2N_DIRECT_CLAIMS    1
+#define NCCLX_M2N_DIRECT_NUM_PAIRS 2
+#define NCCLX_M2N_DIRECT_PAIRS     3
+#define NCCLX_M2N_DIRECT_BOXES     (NCCLX_M2N_DIRECT_PAIRS + 2 * NCCLX_M2N_MAX_PEERS)
+#define NCCLX_M2N_DIRECT_BOX_WORDS 8
+#define NCCLX_M2N_DIRECT_WORDS \
+    (NCCLX_M2N_DIRECT_BOXES + NCCLX_M2N_DIRECT_BOX_WORDS * NCCLX_M2N_MAX_TRANSFERS)
+#define NCCLX_M2N_DIRECT_CLOSED (~0ull) /* open: no launch's tiles may be read */
+
+/* The direct path's record of one box of a source's pair (NCCLX_M2N_DIRECT_BOX_WORDS words):
+ * the source publishes its own side, a destination builds it from its view of the source's
+ * side (its peer_offset and peer strides) and reads only when both are equal, word for word. */
+NCCLX_RING_FN void ncclx_m2n_direct_record(uint64_t entry, uint64_t begin, uint64_t bytes,
+                                           uint64_t run, uint64_t pieces1, uint64_t offset,
+                                           uint64_t stride0, uint64_t stride1, uint64_t *out)
+{
+    out[0] = entry;
+    out[1] = begin;
+    out[2] = bytes;
+    out[3] = run;
+    out[4] = pieces1;
+    out[5] = offset;
+    out[6] = stride0;
+    out[7] = stride1;
+}
+
+/* The direct path's first word of a pair: its peer, direction and boxes. */
+NCCLX_RING_FN uint64_t ncclx_m2n_direct_pair_word(uint32_t peer, uint32_t send, uint32_t first_box,
+                                                  uint32_t num_boxes)
+{
+    return (uint64_t)peer | (uint64_t)(send != 0) << 32 | (uint64_t)(first_box & 0x1ff) << 33 |
+           (uint64_t)(num_boxes & 0x1ff) << 42;
+}
+
 /* Bytes of the symmetric signal region of a team of `ranks`: the words of every rank, then the
- * direct path's table of source tiles. */
+ * direct path's table of source tiles and its launch plan. */
 NCCLX_RING_FN uint64_t ncclx_m2n_signal_bytes(uint32_t ranks, uint32_t channels)
 {
-    return (ncclx_m2n_signal_words(channels) * ranks + NCCLX_M2N_MAX_TRANSFERS) * 8u;
+    return (ncclx_m2n_signal_words(channels) * ranks + NCCLX_M2N_MAX_TRANSFERS +
+            NCCLX_M2N_DIRECT_WORDS) *
+           8u;
 }
 
 /* Private count words per rank of the team: sent and received. */

@@ -611,22 +611,29 @@ ncclxResult_t ncclxM2nGetAsyncError(ncclxContext_t ctx, uint32_t *error)
     return ncclxSuccess;
 }
 
-ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx)
+ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx, ncclxStream_t stream)
 {
     struct ncclx_m2n *m;
+    int capturing = 0;
     if (ctx == NULL || ctx->m2n == NULL) {
         return ncclx_m2n_check_usable(ctx, "ncclxM2nClearAsyncError");
     }
     m = ctx->m2n;
-    /* After the last eager call has run (its kernels may still report a bit), on the context's
-     * stream (the kernels read the word). */
-    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
-    if (m->have_done) {
-        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventSynchronize(m->done)));
-    }
-    if ((*m->status & (NCCLX_M2N_ERROR_REFUSED | NCCLX_M2N_ERROR_MISMATCH)) == 0) {
+    /* Only the bits seen now: a bit that a kernel reports after this read survives the clear,
+     * so no report is lost (the EP clear's rule).  TIMEOUT stays for good. */
+    const unsigned seen = *m->status & (NCCLX_M2N_ERROR_REFUSED | NCCLX_M2N_ERROR_MISMATCH);
+    if (seen == 0) {
         return ncclxSuccess;
     }
-    NCCLX_CHECK(NCCLX_CUDA_STATUS(ncclx_m2n_launch_clear(m->state, m->status_device, ctx->stream)));
-    return NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream));
+    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
+    /* In stream order, after the context's last eager M2N call (whatever its stream) and
+     * before the next one: the clear is an M2N operation like a call. */
+    NCCLX_CHECK(ncclx_m2n_order(m, stream, &capturing));
+    NCCLX_CHECK(NCCLX_CUDA_STATUS(
+        ncclx_m2n_launch_clear(m->state, m->status_device, seen, (cudaStream_t)stream)));
+    if (!capturing) {
+        NCCLX_CHECK(NCCLX_CUDA_STATUS(cudaEventRecord(m->done, (cudaStream_t)stream)));
+        m->have_done = 1;
+    }
+    return ncclxSuccess;
 }

@@ -11,8 +11,10 @@
 #include "error.h"
 #include "m2n_ring.h"
 
-/* Tensor sizes stay below 2^62 bytes, so that sums and products of two in-range values fit. */
-#define NCCLX_M2N_MAX_BYTES (1ull << 62)
+/* The most bytes of a tensor: sizes stay below 2^62, so that sums and products of two in-range
+ * values fit.  Every check below is `value > MAX / factor`, which admits value * factor up to
+ * MAX exactly: MAX must be the largest size allowed, not the first one refused. */
+#define NCCLX_M2N_MAX_BYTES ((1ull << 62) - 1)
 
 static ncclxResult_t ncclx_m2n_check_mesh(const ncclx_m2n_side_t *s, const char *what,
                                           uint32_t world, uint64_t *size)

@@ -116,15 +116,21 @@ ncclxResult_t ncclxM2nGroupAbort(ncclxContext_t ctx);
 /** Asynchronous M2N errors (bits of ncclxM2nGetAsyncError). */
 #define NCCLX_M2N_ERROR_TIMEOUT  0x1u /**< a wait timed out: M2N exchanges nothing more */
 #define NCCLX_M2N_ERROR_REFUSED  0x2u /**< a rank refused a call (its tile error): nothing moved */
-#define NCCLX_M2N_ERROR_MISMATCH 0x4u /**< ranks described a call differently: nothing moved */
+/** Ranks described a call differently: nothing moved.  On the direct path (one GPU) a
+ *  difference that the vote's hash missed is found before any peer tile is read; it comes with
+ *  TIMEOUT (M2N stops) and the call's destinations must not be used. */
+#define NCCLX_M2N_ERROR_MISMATCH 0x4u
 
 /** The M2N error bits this rank's kernels have reported (0: none). */
 ncclxResult_t ncclxM2nGetAsyncError(ncclxContext_t ctx, uint32_t *error);
 
-/** Clears REFUSED and MISMATCH (later calls run normally); a TIMEOUT stays.  Call it once the
- *  work that reported them has completed (after graph replays: after their stream is
- *  synchronized); it waits for the context's last eager M2N launch itself. */
-ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx);
+/** Clears, in stream order, the REFUSED and MISMATCH bits of this rank's M2N error word that
+ *  this call reads (a TIMEOUT stays).  A bit that a kernel reports after that read survives:
+ *  no report is lost.  The clear runs on stream after the context's last eager M2N call (on
+ *  any stream) and before its next one, like an M2N call.  Does not wait for the GPU: the
+ *  word reads without the bits once the clear has run (synchronize stream to be sure).
+ *  Capturable; a captured clear clears the bits seen at capture, and nothing when none was. */
+ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx, ncclxStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -442,6 +443,9 @@ static tensor_t tensor(side_t s, side_t d)
 /* ---- launch failures on demand (the launcher is replaced at link time) ---- */
 
 static int fail_launch_of_rank = -1; /* the next launch of this rank fails */
+/* Nonzero: every launch votes with this word (and its own refusal bit), as if every call's
+ * hash collided with every other's. */
+static unsigned force_vote_word;
 
 cudaError_t __real_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
 cudaError_t __wrap_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
@@ -451,6 +455,13 @@ cudaError_t __wrap_ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t st
     if (l->rank == fail_launch_of_rank) {
         fail_launch_of_rank = -1;
         return cudaErrorLaunchOutOfResources; /* as a launch that could not start would */
+    }
+    if (force_vote_word != 0) {
+        static ncclx_m2n_launch_t forced; /* passed by value at the launch: reused at once */
+        forced = *l;
+        forced.word =
+            (l->word & NCCLX_M2N_VOTE_REFUSE) | (force_vote_word & ~NCCLX_M2N_VOTE_REFUSE);
+        return __real_ncclx_m2n_launch(&forced, stream);
     }
     return __real_ncclx_m2n_launch(l, stream);
 }
@@ -806,7 +817,8 @@ static void test_refusals(void **state)
     for (uint32_t r = 0; r < t.ranks; r++) {
         assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[r], &err));
         assert_int_equal(err, r == 2 ? 0u : NCCLX_M2N_ERROR_REFUSED);
-        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r]));
+        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r], (ncclxStream_t)t.stream[r]));
+        assert_int_equal(cudaStreamSynchronize(t.stream[r]), cudaSuccess);
         assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[r], &err));
         assert_int_equal(err, 0);
     }
@@ -821,7 +833,7 @@ static void test_refusals(void **state)
     team_sync(&t);
     check(&t, &tl, 7, 0, "after data on a non-member (nothing may move)");
     for (uint32_t r = 0; r < t.ranks; r++) {
-        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r]));
+        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r], (ncclxStream_t)t.stream[r]));
     }
     /* Groups: End without Start, an entry error names its entry, Abort drops everything. */
     for (uint32_t r = 0; r < t.ranks; r++) {
@@ -863,7 +875,7 @@ static void test_refusals(void **state)
     for (uint32_t r = 0; r < t.ranks; r++) {
         assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[r], &err));
         assert_int_equal(err, r == 1 ? 0u : NCCLX_M2N_ERROR_REFUSED);
-        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r]));
+        assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[r], (ncclxStream_t)t.stream[r]));
     }
     /* And a good call now moves everything. */
     upload(&t, &tl, 8, keep, &kept);
@@ -930,6 +942,245 @@ static void test_launch_failure(void **state)
     }
 }
 
+/* ---- a team with a short timeout, and a host gate in a stream ---- */
+
+static void team_open_timeout(team_t *t, uint32_t ranks, const char *ms)
+{
+    const char *saved = getenv("NCCLX_TIMEOUT_MS");
+    char *restore = saved != NULL ? strdup(saved) : NULL;
+    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", ms, 1), 0);
+    team_open(t, ranks, STAGING);
+    if (restore != NULL) {
+        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
+        free(restore);
+    } else {
+        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
+    }
+}
+
+/* A stream held behind a host function until the test opens the gate, or 60 s pass (a test
+ * that failed before opening it must not hang the program). */
+static int gate;
+
+static void CUDART_CB wait_for_gate(void *arg)
+{
+    (void)arg;
+    const struct timespec pause = {0, 1000000};
+    for (int ms = 0; ms < 60000 && !__atomic_load_n(&gate, __ATOMIC_ACQUIRE); ms++) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+static void gate_stream(cudaStream_t stream)
+{
+    __atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+    assert_int_equal(cudaLaunchHostFunc(stream, wait_for_gate, NULL), cudaSuccess);
+}
+
+static void gate_open(void)
+{
+    __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+}
+
+static int direct_path(void)
+{
+    const char *path = getenv("NCCLX_M2N_PATH");
+    return path == NULL || strcasecmp(path, "STAGED") != 0;
+}
+
+/* ncclxM2nClearAsyncError(ctx, stream) runs in stream order and is capturable: behind a gated
+ * stream it returns at once and the bit stays until the stream runs it; an M2N call that rank
+ * 0 enqueues on another stream after the clear runs after it (its REFUSED survives); a clear
+ * captured in a graph clears nothing until the graph runs; a call after the clears is exact. */
+static void test_clear_stream_ordered(void **state)
+{
+    (void)state;
+    rng_reset("clear stream ordered");
+    const uint64_t g[3] = {8192, 1, 1};
+    tensor_t x = tensor(side1(1, g, 1, 1, 0, -1), side1(1, g, 1, 1, 1, -1));
+    team_t t;
+    tiles_t tl;
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    uint32_t err = 0;
+    cudaStream_t other;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    team_open(&t, 2, STAGING);
+    assert_int_equal(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+    tiles_alloc(&t, &x, &tl);
+    upload(&t, &tl, 3, keep, &kept);
+    team_sync(&t);
+    /* Rank 1 refuses (dst.data NULL on a member): rank 0 finds REFUSED. */
+    const ncclxM2nTensor_t src = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, 0));
+    const ncclxM2nTensor_t dst0 = descriptor(&x.dst, x.dtype, NULL);
+    const ncclxM2nTensor_t src1 = descriptor(&x.src, x.dtype, NULL);
+    const ncclxM2nTensor_t bad1 = descriptor(&x.dst, x.dtype, NULL);
+    assert_ncclx_ok(ncclxM2nReshard(t.ctx[0], &src, &dst0, (ncclxStream_t)t.stream[0]));
+    assert_ncclx_error(ncclxM2nReshard(t.ctx[1], &src1, &bad1, (ncclxStream_t)t.stream[1]),
+                       ncclxInvalidArgument, "dst.data is NULL");
+    team_sync(&t);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, NCCLX_M2N_ERROR_REFUSED);
+    /* The clear behind a gate: it returns without waiting, and the bit is still there. */
+    gate_stream(t.stream[0]);
+    assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[0], (ncclxStream_t)t.stream[0]));
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, NCCLX_M2N_ERROR_REFUSED);
+    /* A refused call of rank 0 on another stream: ordered after the clear, so its REFUSED is
+     * reported after the clear ran and stays. */
+    assert_ncclx_ok(ncclxM2nReshard(t.ctx[0], &src, &dst0, (ncclxStream_t)other));
+    assert_ncclx_error(ncclxM2nReshard(t.ctx[1], &src1, &bad1, (ncclxStream_t)t.stream[1]),
+                       ncclxInvalidArgument, "dst.data is NULL");
+    gate_open();
+    assert_int_equal(cudaStreamSynchronize(t.stream[0]), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(other), cudaSuccess);
+    team_sync(&t);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, NCCLX_M2N_ERROR_REFUSED);
+    /* Captured: nothing is cleared until the graph runs. */
+    assert_int_equal(cudaStreamBeginCapture(t.stream[0], cudaStreamCaptureModeThreadLocal),
+                     cudaSuccess);
+    assert_ncclx_ok(ncclxM2nClearAsyncError(t.ctx[0], (ncclxStream_t)t.stream[0]));
+    assert_int_equal(cudaStreamEndCapture(t.stream[0], &graph), cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(t.stream[0]), cudaSuccess);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, NCCLX_M2N_ERROR_REFUSED);
+    assert_int_equal(cudaGraphLaunch(exec, t.stream[0]), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(t.stream[0]), cudaSuccess);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, 0);
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy(graph), cudaSuccess);
+    /* Nothing moved so far; a good call now moves everything. */
+    check(&t, &tl, 3, 0, "after two refused calls and the clears (nothing may move)");
+    reshard_all(&t, &x, &tl, 1);
+    team_sync(&t);
+    check(&t, &tl, 3, 1, "a call after the clears");
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err));
+    assert_int_equal(err, 0);
+    assert_int_equal(cudaStreamDestroy(other), cudaSuccess);
+    team_close(&t);
+    tiles_free(&tl);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
+/* Two ranks whose vote words agree (forced here, as a hash collision would) but whose
+ * descriptors differ: rank 0 sends a tensor of 8192 bytes, rank 1 expects one of 4096 (each
+ * rank's tiles as its own descriptors say).  On the direct path rank 1 compares rank 0's
+ * published plan with its own before it reads: it must copy nothing and report MISMATCH (and
+ * TIMEOUT: M2N stops), and rank 0, whose destination never frees its tile, reports TIMEOUT.
+ * Neither may return with the other's bytes silently copied. */
+static void test_vote_collision(void **state)
+{
+    (void)state;
+    if (!direct_path()) {
+        printf("# test_vote_collision: the staged path reads no peer tile; skipped\n");
+        return;
+    }
+    rng_reset("vote collision");
+    const uint64_t big[3] = {8192, 1, 1}, small[3] = {4096, 1, 1};
+    tensor_t x = tensor(side1(1, big, 1, 1, 0, -1), side1(1, big, 1, 1, 1, -1));
+    const tensor_t y = tensor(side1(1, small, 1, 1, 0, -1), side1(1, small, 1, 1, 1, -1));
+    team_t t;
+    tiles_t tl;
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    uint32_t err0 = 0, err1 = 0;
+    team_open_timeout(&t, 2, "300");
+    tiles_alloc(&t, &x, &tl); /* rank 1's tile is 8192 bytes: it uses the first 4096 */
+    upload(&t, &tl, 9, keep, &kept);
+    team_sync(&t);
+    const ncclxM2nTensor_t src0 = descriptor(&x.src, x.dtype, tile_ptr(&tl, 0, 0));
+    const ncclxM2nTensor_t dst0 = descriptor(&x.dst, x.dtype, NULL);
+    const ncclxM2nTensor_t src1 = descriptor(&y.src, y.dtype, NULL);
+    const ncclxM2nTensor_t dst1 = descriptor(&y.dst, y.dtype, tile_ptr(&tl, 1, 1));
+    force_vote_word = 0x2a5a2a5au;
+    assert_ncclx_ok(ncclxM2nReshard(t.ctx[0], &src0, &dst0, (ncclxStream_t)t.stream[0]));
+    assert_ncclx_ok(ncclxM2nReshard(t.ctx[1], &src1, &dst1, (ncclxStream_t)t.stream[1]));
+    force_vote_word = 0;
+    team_sync(&t);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err0));
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[1], &err1));
+    if ((err1 & NCCLX_M2N_ERROR_MISMATCH) == 0) {
+        fail_msg("rank 1 read a peer tile described differently and reported 0x%x, not "
+                 "MISMATCH",
+                 err1);
+    }
+    assert_int_equal(err0 & NCCLX_M2N_ERROR_TIMEOUT, NCCLX_M2N_ERROR_TIMEOUT);
+    check(&t, &tl, 9, 0, "after a vote collision (nothing may move)");
+    team_close(&t);
+    tiles_free(&tl);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
+/* A destination past its source's timeout (test_ep_ht.c's test_straggler_after_timeout for
+ * M2N): rank 1's stream is held until rank 0's call has timed out and ended and rank 0's caller
+ * has overwritten its source tile.  On the direct path rank 1 must then copy nothing (rank 0
+ * closed its tiles on the way out) and report an error; never success with the new bytes.
+ * On the staged path rank 1 reads only its own ring, which rank 0 never filled: it times out. */
+static void test_straggler_after_timeout(void **state)
+{
+    (void)state;
+    rng_reset("straggler after timeout");
+    const uint64_t g[3] = {8192, 1, 1};
+    tensor_t x = tensor(side1(1, g, 1, 1, 0, -1), side1(1, g, 1, 1, 1, -1));
+    team_t t;
+    tiles_t tl;
+    uint8_t *keep[4 * MAX_RANKS];
+    int kept = 0;
+    uint32_t err0 = 0, err1 = 0;
+    team_open_timeout(&t, 2, "300");
+    tiles_alloc(&t, &x, &tl);
+    upload(&t, &tl, 11, keep, &kept);
+    team_sync(&t);
+    gate_stream(t.stream[1]);
+    reshard_all(&t, &x, &tl, 1);
+    /* Rank 0 gives up (its vote wait, then its wait for rank 1, time out); its caller reuses
+     * the tile. */
+    assert_int_equal(cudaStreamSynchronize(t.stream[0]), cudaSuccess);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[0], &err0));
+    assert_int_equal(err0 & NCCLX_M2N_ERROR_TIMEOUT, NCCLX_M2N_ERROR_TIMEOUT);
+    assert_int_equal(cudaMemset(tile_ptr(&tl, 0, 0), 0x5a, tl.bytes[0]), cudaSuccess);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    gate_open();
+    assert_int_equal(cudaStreamSynchronize(t.stream[1]), cudaSuccess);
+    assert_ncclx_ok(ncclxM2nGetAsyncError(t.ctx[1], &err1));
+    {
+        uint8_t *h = malloc(tl.bytes[1]);
+        uint64_t reused = 0, poison = 0;
+        assert_non_null(h);
+        assert_int_equal(cudaMemcpy(h, tile_ptr(&tl, 1, 1), tl.bytes[1], cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        for (uint64_t i = 0; i < tl.bytes[1]; i++) {
+            reused += h[i] == 0x5a;
+            poison += h[i] == 0xDE;
+        }
+        free(h);
+        if (err1 == 0) {
+            fail_msg("the straggler (rank 1) reported no error after its source had given up "
+                     "(%llu of %llu destination bytes hold the source's reused tile)",
+                     (unsigned long long)reused, (unsigned long long)tl.bytes[1]);
+        }
+        if (direct_path() && poison != tl.bytes[1]) {
+            fail_msg("the straggler (rank 1) copied %llu bytes (%llu of the reused tile) from a "
+                     "source that had closed its tiles",
+                     (unsigned long long)(tl.bytes[1] - poison), (unsigned long long)reused);
+        }
+    }
+    assert_int_equal(err1 & NCCLX_M2N_ERROR_TIMEOUT, NCCLX_M2N_ERROR_TIMEOUT);
+    team_close(&t);
+    tiles_free(&tl);
+    for (int i = 0; i < kept; i++) {
+        free(keep[i]);
+    }
+}
+
 /* A context planned without M2N refuses every M2N call. */
 static void test_not_planned(void **state)
 {
@@ -952,7 +1203,8 @@ int main(void)
         cmocka_unit_test(test_rounds),         cmocka_unit_test(test_models),
         cmocka_unit_test(test_group_of_100),   cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_stream_pattern), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_launch_failure),
+        cmocka_unit_test(test_launch_failure), cmocka_unit_test(test_clear_stream_ordered),
+        cmocka_unit_test(test_vote_collision), cmocka_unit_test(test_straggler_after_timeout),
     };
     return ncclx_run_tests("gpu_m2n", tests); /* TEST_FILTER: tests/ncclx_test.h */
 }

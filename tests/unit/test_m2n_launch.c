@@ -200,7 +200,15 @@ static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, u
             end = x->begin + x->bytes;
         }
         assert_int_equal(pr->bytes, end);
-        assert_int_equal(pr->channels, ncclx_m2n_pair_channels(end, slice, channels));
+        /* As many channels as the stream has slices, at most the ring's (counted here, not by
+         * ncclx_m2n_pair_channels, which the planner calls). */
+        {
+            uint64_t slices = 0;
+            for (uint64_t at = 0; at < end; at += slice) {
+                slices++;
+            }
+            assert_int_equal(pr->channels, slices < channels ? slices : channels);
+        }
         assert_true(pr->channels >= 1 && pr->channels <= channels);
         assert_true(pr->blocks <= pr->channels);
         if (direct && pr->send) {
@@ -364,6 +372,51 @@ static void sim_direct_piece(const sim_piece_t *x, void *arg)
     sim_count_writes(w->t, w->rank, b->entry, at, x->n);
 }
 
+/* kernels/m2n.cu's exact check of the direct path on the CPU: source plan ps's table as
+ * publish_direct writes it (its pairs, and its side of every box: m2n_ring.h's records)
+ * against receiving pair `in` of rank `rank`'s plan (its view of the source's side), as
+ * same_plan compares them before it reads the source's tile.  1: the same boxes. */
+static int sim_same_plan(const ncclx_m2n_rank_plan_t *ps, uint32_t rank, const ncclx_m2n_pair_t *in,
+                         const ncclx_m2n_rank_plan_t *pd)
+{
+    static uint64_t pairs[2 * NCCLX_M2N_MAX_PEERS];
+    static uint64_t boxes[NCCLX_M2N_MAX_TRANSFERS][NCCLX_M2N_DIRECT_BOX_WORDS];
+    int found = -1;
+    for (uint32_t k = 0; k < ps->num_pairs; k++) {
+        const ncclx_m2n_pair_t *a = &ps->pairs[k];
+        pairs[2 * k] = ncclx_m2n_direct_pair_word(a->peer, a->send, a->first_box, a->num_boxes);
+        pairs[2 * k + 1] = a->bytes;
+        for (uint32_t x = a->first_box; x < a->first_box + a->num_boxes; x++) {
+            const ncclx_m2n_run_t *b = &ps->boxes[x];
+            ncclx_m2n_direct_record(b->entry, b->begin, b->bytes, b->run, b->pieces[1],
+                                    a->send ? b->offset : ~0ull, b->stride[0], b->stride[1],
+                                    boxes[x]);
+        }
+    }
+    for (uint32_t k = 0; k < ps->num_pairs; k++) {
+        if ((pairs[2 * k] & 0xffffffffull) == rank && ((pairs[2 * k] >> 32) & 1) != 0) {
+            found = (int)k;
+        }
+    }
+    if (found < 0) {
+        return 0;
+    }
+    const uint64_t first = (pairs[2 * found] >> 33) & 0x1ff, num = (pairs[2 * found] >> 42) & 0x1ff;
+    if (num != in->num_boxes || pairs[2 * found + 1] != in->bytes) {
+        return 0;
+    }
+    for (uint32_t x = 0; x < in->num_boxes; x++) {
+        const ncclx_m2n_run_t *b = &pd->boxes[in->first_box + x];
+        uint64_t r[NCCLX_M2N_DIRECT_BOX_WORDS];
+        ncclx_m2n_direct_record(b->entry, b->begin, b->bytes, b->run, b->pieces[1], b->peer_offset,
+                                b->peer_stride[0], b->peer_stride[1], r);
+        if (memcmp(r, boxes[first + x], sizeof(r)) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Stream bytes [s0, s1) of pair pr of rank's plan p: through `slot` (the ring), or tile to tile
  * when slot is NULL (the direct path, receiving pairs only). */
 static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
@@ -427,6 +480,8 @@ static void run_launch(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_
         for (uint32_t k = 0; k < p[r].num_pairs; k++) {
             const ncclx_m2n_pair_t *in = &p[r].pairs[k];
             uint64_t end = 0;
+            /* Agreeing plans pass the exact check (else every launch would be refused). */
+            assert_true(in->send || sim_same_plan(&p[in->peer], r, in, &p[r]));
             for (uint32_t part = 0; part < in->blocks && !in->send; part++) {
                 uint64_t lo, hi;
                 ncclx_m2n_direct_range(in->bytes, slice, in->blocks, part, &lo, &hi);
@@ -587,6 +642,7 @@ static void test_channel_rounds(void **state)
         uint64_t total = 0;
         assert_true(slices * slice >= bytes && (slices - 1) * slice < bytes);
         assert_true(c_p >= 1 && c_p <= channels && c_p <= slices);
+        assert_int_equal(c_p, slices < channels ? slices : channels);
         for (uint32_t c = 0; c < c_p; c++) {
             const uint64_t rounds = ncclx_m2n_channel_rounds(slices, c, c_p);
             assert_true(rounds <= ncclx_m2n_channel_rounds(slices, 0, c_p));
@@ -766,12 +822,66 @@ static void test_plan_rank_refusals(void **state)
     assert_int_equal(p.pairs[0].send, 0);
 }
 
+/* The direct path's exact check under a vote collision: a destination whose descriptors
+ * differ from its source's (while their vote words would agree) finds the source's published
+ * plan unlike its own, whether the tensors differ in bytes or only in shape; identical
+ * descriptors pass. */
+static void test_direct_exact_check(void **state)
+{
+    (void)state;
+    static ncclx_m2n_geom_t s[2], d[2];
+    static ncclx_m2n_rank_plan_t ps, pd;
+    /* 8192 bytes from rank 0 to rank 1; rank 1 thinks 4096. */
+    ncclx_m2n_side_t src = line_side(0, 1, 0), dst = line_side(1, 1, 0);
+    src.local_shape[0] = dst.local_shape[0] = 8192;
+    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 2, &s[0]));
+    assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 2, &d[0]));
+    src.local_shape[0] = dst.local_shape[0] = 4096;
+    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 2, &s[1]));
+    assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 2, &d[1]));
+    for (int other = 0; other < 2; other++) {
+        assert_ncclx_ok(
+            ncclx_m2n_plan_rank(&s[0], &d[0], 1, 0, 2, 4096, 4, 8, 1, plan_scratch, &ps));
+        assert_ncclx_ok(
+            ncclx_m2n_plan_rank(&s[other], &d[other], 1, 1, 2, 4096, 4, 8, 1, plan_scratch, &pd));
+        assert_int_equal(pd.num_pairs, 1);
+        assert_int_equal(sim_same_plan(&ps, 1, &pd.pairs[0], &pd), !other);
+    }
+    /* 64 x 128 bytes sharded on dim 1 over ranks 0 and 1 into rank 2; rank 2 thinks 128 x 64
+     * (as many bytes, other rows). */
+    for (int other = 0; other < 2; other++) {
+        ncclx_m2n_side_t a = line_side(0, 2, 1), b = line_side(2, 1, 0);
+        a.ndims = b.ndims = 2;
+        a.local_shape[0] = b.local_shape[0] = other ? 128 : 64;
+        a.local_shape[1] = other ? 32 : 64;
+        b.local_shape[1] = other ? 64 : 128;
+        a.placements[0] = 1;
+        assert_ncclx_ok(ncclx_m2n_geom(&a, "src", 3, &s[other]));
+        assert_ncclx_ok(ncclx_m2n_geom(&b, "dst", 3, &d[other]));
+        assert_ncclx_ok(ncclx_m2n_check_pair(&a, &s[other], &b, &d[other], 3));
+        assert_int_equal(s[other].local_bytes, 4096);
+    }
+    for (uint32_t source = 0; source < 2; source++) {
+        for (int other = 0; other < 2; other++) {
+            assert_ncclx_ok(
+                ncclx_m2n_plan_rank(&s[0], &d[0], 1, source, 3, 4096, 4, 8, 1, plan_scratch, &ps));
+            assert_ncclx_ok(ncclx_m2n_plan_rank(&s[other], &d[other], 1, 2, 3, 4096, 4, 8, 1,
+                                                plan_scratch, &pd));
+            assert_int_equal(pd.num_pairs, 2);
+            const uint32_t k = pd.pairs[0].peer == source ? 0 : 1;
+            assert_int_equal(pd.pairs[k].peer, source);
+            assert_int_equal(sim_same_plan(&ps, 2, &pd.pairs[k], &pd), !other);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launch_protocol),    cmocka_unit_test(test_ring_shape),
         cmocka_unit_test(test_channel_rounds),     cmocka_unit_test(test_transfer_bound),
         cmocka_unit_test(test_plan_rank_refusals), cmocka_unit_test(test_direct_blocks),
+        cmocka_unit_test(test_direct_exact_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

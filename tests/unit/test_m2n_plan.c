@@ -10,6 +10,10 @@
  */
 #include "m2n_plan_fixture.h"
 
+#include "context.h"
+#include "m2n_engine.h"
+#include "plan_internal.h"
+
 /* Every rank's schedule: a destination receives its whole tile, each receive matches a send of
  * that source (same box), non-members move nothing, and a capacity one short is refused. */
 static void check_schedules(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t world)
@@ -226,7 +230,7 @@ static void m_shape_zero(ncclx_m2n_side_t *s)
 }
 static void m_shape_huge(ncclx_m2n_side_t *s)
 {
-    s->local_shape[0] = 1ull << 61;
+    s->local_shape[0] = (1ull << 61) - 1; /* each dim fits, the product does not */
 }
 
 static const struct {
@@ -292,13 +296,129 @@ static void test_refusals(void **state)
     check_case(&s, &s, 1);
 }
 
+/* docs/m2n.md: a tensor stays below 2^62 bytes.  2^62 - 1 bytes pass and exactly 2^62 are
+ * refused, whether the bytes come from one dim, from elements of 8 bytes, from shards or from
+ * a product of dims. */
+static void test_size_boundary(void **state)
+{
+    (void)state;
+    const uint64_t top = 1ull << 62;
+    ncclx_m2n_geom_t g;
+    /* 2^62 - 1 = 3 * 1537228672809129301: a 2-dim tensor of exactly the largest size. */
+    const ncclx_m2n_side_t line = {1, {top - 1, 0, 0}, 1, {1, {1, 0}, 0}, {-1, -1}};
+    const ncclx_m2n_side_t rect = {2, {3, (top - 1) / 3, 0}, 1, {1, {1, 0}, 0}, {-1, -1}};
+    ncclx_m2n_side_t s = line;
+    assert_int_equal(3 * ((top - 1) / 3), top - 1);
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 4, &g));
+    assert_int_equal(g.local_bytes, top - 1);
+    s.local_shape[0] = top;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 4, &g), ncclxInvalidArgument, "2^62");
+    s = rect;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "dst", 4, &g));
+    assert_int_equal(g.local_bytes, top - 1);
+    s.local_shape[0] = 4;
+    s.local_shape[1] = top / 4;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "dst", 4, &g), ncclxInvalidArgument, "dst.local_shape");
+    /* 8-byte elements: 2^59 of them are 2^62 bytes. */
+    s = line;
+    s.elem_bytes = 8;
+    s.local_shape[0] = (top - 1) / 8;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 4, &g));
+    s.local_shape[0] = top / 8;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 4, &g), ncclxInvalidArgument, "2^62");
+    /* Two shards of 2^61 bytes: the global tensor is 2^62. */
+    s = line;
+    s.mesh.dims[0] = 2;
+    s.placements[0] = 0;
+    s.local_shape[0] = top / 2;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 4, &g), ncclxInvalidArgument, "2^62");
+    s.local_shape[0] = top / 2 - 1;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 4, &g));
+    assert_int_equal(g.global[0], top - 2);
+    /* Three dims whose product is 2^62 (each far below it). */
+    s = (ncclx_m2n_side_t){3, {1u << 20, 1u << 21, 1u << 21}, 1, {1, {1, 0}, 0}, {-1, -1}};
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 4, &g), ncclxInvalidArgument, "2^62");
+    s.local_shape[2] = (1u << 21) - 1;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 4, &g));
+}
+
+/*
+ * The same boundary through ncclxM2nReshard, on a CPU-built context (the plan imported and laid
+ * out, host classes in host memory, fake bases for the device classes, the engine filled by
+ * ncclx_m2n_bind_host) of 300 ranks: the source replicated on rank 0, the destination on ranks
+ * 1 .. 257.  That reshard has 257 transfers on rank 0, more than one launch holds, so a tensor
+ * that passes the descriptor checks is refused with ncclxResourceExhausted before anything
+ * touches the GPU, while one of 2^62 bytes must be refused by the descriptor checks
+ * (ncclxInvalidArgument naming the field), on a rank in neither mesh (299) and on members
+ * (0: the source, 5: a destination) alike.
+ */
+enum { BIG_WORLD = 300, BIG_DST = 257 };
+
+static struct ncclxContext *cpu_context(uint32_t ranks, int rank)
+{
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = NCCLX_TEAM_INIT;
+    ncclx_layout_t layout;
+    struct ncclxContext *ctx = calloc(1, sizeof(*ctx));
+    assert_non_null(ctx);
+    team.num_ranks = team.lsa_size = ranks;
+    plan.m2n_staging_bytes = (uint64_t)ranks * NCCLX_M2N_MIN_STAGING_PER_RANK;
+    assert_ncclx_ok(ncclx_plan_import(&plan, &team, &ctx->norm));
+    ncclx_layout_init_measure(&layout, NULL, NULL);
+    assert_ncclx_ok(ncclx_plan_layout(&layout, &ctx->norm, &ctx->regions));
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        const size_t bytes = (layout.arena[c].used + 255) / 256 * 256;
+        ctx->arenas.bytes[c] = layout.arena[c].used;
+        if (c == NCCLX_MEM_HOST || c == NCCLX_MEM_MAPPED_HOST) {
+            ctx->arenas.base[c] = aligned_alloc(256, bytes);
+            assert_non_null(ctx->arenas.base[c]);
+            memset(ctx->arenas.base[c], 0, bytes);
+        } else {
+            ctx->arenas.base[c] = (void *)(uintptr_t)(0x10000000u * (unsigned)(c + 1));
+        }
+    }
+    ctx->arenas.mapped_device = (void *)(uintptr_t)0x50000000u;
+    ctx->rank = rank;
+    ctx->m2n = ncclx_m2n_bind_host(ctx);
+    assert_non_null(ctx->m2n);
+    return ctx;
+}
+
+static void cpu_context_free(struct ncclxContext *ctx)
+{
+    (void)ncclx_m2n_unbind(ctx); /* no event was made: it only forgets the engine */
+    free(ctx->arenas.base[NCCLX_MEM_HOST]);
+    free(ctx->arenas.base[NCCLX_MEM_MAPPED_HOST]);
+    free(ctx);
+}
+
+static void test_size_boundary_reshard(void **state)
+{
+    (void)state;
+    const int ranks[] = {BIG_WORLD - 1, 0, 5};
+    for (size_t k = 0; k < sizeof(ranks) / sizeof(ranks[0]); k++) {
+        struct ncclxContext *ctx = cpu_context(BIG_WORLD, ranks[k]);
+        ncclxM2nTensor_t src = NCCLX_M2N_TENSOR_INIT, dst = NCCLX_M2N_TENSOR_INIT;
+        src.local_shape[0] = dst.local_shape[0] = (1ull << 62) - 1;
+        dst.mesh.dims[0] = BIG_DST;
+        dst.mesh.start_rank = 1;
+        src.data = ranks[k] == 0 ? (void *)(uintptr_t)0x1000 : NULL;
+        dst.data = ranks[k] >= 1 && ranks[k] <= BIG_DST ? (void *)(uintptr_t)0x2000 : NULL;
+        assert_ncclx_error(ncclxM2nReshard(ctx, &src, &dst, NULL), ncclxResourceExhausted,
+                           "up to 257 transfers");
+        src.local_shape[0] = dst.local_shape[0] = 1ull << 62;
+        assert_ncclx_error(ncclxM2nReshard(ctx, &src, &dst, NULL), ncclxInvalidArgument,
+                           "src.local_shape[0]=4611686018427387904");
+        cpu_context_free(ctx);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_cases),
-        cmocka_unit_test(test_model_patterns),
-        cmocka_unit_test(test_server_balance),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_random_cases),   cmocka_unit_test(test_model_patterns),
+        cmocka_unit_test(test_server_balance), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_size_boundary),  cmocka_unit_test(test_size_boundary_reshard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

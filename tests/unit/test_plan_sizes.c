@@ -266,11 +266,11 @@ static void test_two_groups_and_m2n(void **state)
     ncclxPlanSizes_t only_ll = sizes_of(groups, 1, 0, &team);
     const ncclxEpGroupPlan_t *ht_only[] = {&ht};
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
-    /* M2N comes first: staging 131072, then its signals (4 * 8 ranks + 256 tile pointers) * 8
-     * = 2304; every region
+    /* M2N comes first: staging 131072, then its signals (4 * 8 ranks + 256 tile pointers + the
+     * direct path's 2179 table words) * 8 = 19736, padded to 19968; every region
      * starts on 256 bytes and the LL group ends with its mask words (8 ranks * 20 = 160 bytes,
      * padded by 96 before the HT group's regions); the HT group's total is its own. */
-    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 131072 + 2304 +
+    assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 131072 + 19968 +
                                                           only_ll.total[NCCLX_MEM_SYMMETRIC] + 96 +
                                                           only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: M2N's state (NCCLX_M2N_STATE_BYTES) and round counts (2 * 8 ranks * 8 = 128,
@@ -288,8 +288,9 @@ static void test_two_groups_and_m2n(void **state)
     assert_int_equal(both.num_regions, only_ll.num_regions + only_ht.num_regions - 3 + 7);
 }
 
-/* Staging S on R ranks reserves S + (4 R + 256) 8 symmetric bytes at the least staging (the
- * ring, then vote[2][R], filled[R] and freed[R] of one channel, then 256 source-tile pointers)
+/* Staging S on R ranks reserves S + (4 R + 256 + 2179) 8 symmetric bytes at the least staging
+ * (the ring, then vote[2][R], filled[R] and freed[R] of one channel, then 256 source-tile
+ * pointers and the direct path's table, NCCLX_M2N_DIRECT_WORDS)
  * and more words with more channels,
  * exactly when S is a multiple of 256 and no region follows; a region
  * after them (the LL group's) starts on the next 256 bytes, so that R not a multiple of 8
@@ -304,7 +305,8 @@ static void test_m2n_staging_sizes(void **state)
         const uint32_t r = ranks[k];
         ncclxTeam_t team = team_of(r, 1);
         const uint64_t least = (uint64_t)r * NCCLX_M2N_MIN_STAGING_PER_RANK;
-        const uint64_t signals = (4ull * r + 256) * 8; /* + the direct path's tile table */
+        /* + the direct path's tile table and its open, claims and plan table words */
+        const uint64_t signals = (4ull * r + 256 + 2179) * 8;
         ncclxPlanSizes_t none = sizes_of(groups, 0, 0, &team);
         ncclxPlanSizes_t m2n = sizes_of(groups, 0, least, &team);
         assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
@@ -321,10 +323,10 @@ static void test_m2n_staging_sizes(void **state)
          * device's round counts are sent[R][channels] and received[R][channels]. */
         m2n = sizes_of(groups, 0, (uint64_t)r << 20, &team);
         assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
-                         ((uint64_t)r << 20) + (18ull * r + 256) * 8);
+                         ((uint64_t)r << 20) + (18ull * r + 256 + 2179) * 8);
         m2n = sizes_of(groups, 0, (uint64_t)r << 24, &team);
         assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
-                         ((uint64_t)r << 24) + (258ull * r + 256) * 8);
+                         ((uint64_t)r << 24) + (258ull * r + 256 + 2179) * 8);
         assert_int_equal(m2n.total[NCCLX_MEM_DEVICE] - none.total[NCCLX_MEM_DEVICE],
                          NCCLX_M2N_STATE_BYTES + (2ull * 128 * r * 8 + 255) / 256 * 256);
         /* Followed by the LL group. */
