@@ -108,9 +108,7 @@ ncclxResult_t ncclx_m2n_geom(const ncclx_m2n_side_t *s, const char *what, uint32
         }
         c.local[d] = s->local_shape[d] * unit;
         c.global[d] = c.local[d] * (d == c.shard_dim ? c.shards : 1);
-        /* Below 2^62: bytes * global <= 2^62 - 1 (a tensor of exactly 2^62 bytes once
-         * passed). */
-        if (c.global[d] > (NCCLX_M2N_MAX_BYTES - 1) / bytes) {
+        if (c.global[d] > NCCLX_M2N_MAX_BYTES / bytes) {
             return NCCLX_ERROR(ncclxInvalidArgument,
                                "%s.local_shape: the global tensor reaches 2^62 bytes", what);
         }
