@@ -73,7 +73,8 @@ tests=$(sed -n 's/^\(PASS\|FAIL\|SKIP\): \([^ ]*\).*/\2 \1/p' "$log_dir/check-gp
 if [ -z "$tests" ] && [ $status -ne 0 ]; then
     tests="make check-gpu failed before any test ran (check-gpu.log)"
 fi
-# compute-sanitizer.  memcheck: the EP HT test program (its team matrix, DROP, determinism
+# compute-sanitizer.  memcheck: the PyTorch graph pattern (EP and M2N) and the stream-ordered
+# M2N clear, the EP HT test program (its team matrix, DROP, determinism
 # and two graph replays), the fill kernel, the EP LL test program (real 1-rank
 # communicator and loopback teams of 2, 4 and 8: the sanitizer keeps the ranks' kernels
 # concurrent), the protocol test, odd grids and FP8 special values, one timeout event with
@@ -118,6 +119,8 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
             status=1
         fi
     done <<EOF_CHECKS
+memcheck test_ep_streams - tests/gpu/test_ep_streams
+memcheck test_m2n-streams-clear TEST_FILTER=test_stream_pattern|test_clear_stream_ordered tests/gpu/test_m2n
 memcheck test_ep_ht TEST_FILTER=test_*_teams,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ht-drop-graph TEST_FILTER=test_[dg]*,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ht-mxfp8 TEST_FILTER=test_mxfp8_combine,TEST_SM_BUDGET=8 tests/gpu/test_ep_ht
