@@ -114,8 +114,8 @@ ncclxResult_t ncclxM2nGroupEnd(ncclxContext_t ctx);
 ncclxResult_t ncclxM2nGroupAbort(ncclxContext_t ctx);
 
 /** Asynchronous M2N errors (bits of ncclxM2nGetAsyncError). */
-#define NCCLX_M2N_ERROR_TIMEOUT  0x1u /**< a wait timed out: M2N exchanges nothing more */
-#define NCCLX_M2N_ERROR_REFUSED  0x2u /**< a rank refused a call (its tile error): nothing moved */
+#define NCCLX_M2N_ERROR_TIMEOUT 0x1u /**< a wait timed out: M2N exchanges nothing more */
+#define NCCLX_M2N_ERROR_REFUSED 0x2u /**< a rank refused a call (its tile error): nothing moved */
 /** Ranks described a call differently: nothing moved.  On the direct path (one GPU) a
  *  difference that the vote's hash missed is found before any peer tile is read; it comes with
  *  TIMEOUT (M2N stops) and the call's destinations must not be used. */
