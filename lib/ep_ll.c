@@ -547,8 +547,12 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
                            "ncclxEpHandleUpdate",
                            h->index);
     }
-    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &h->pending_dispatch));
+    /* Checked into a copy: a call the stream rule refuses leaves the handle's descriptor of its
+     * last dispatch (whose operation word a combine derives) as it was. */
+    ncclx_ep_ll_dispatch_desc_t desc;
+    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &desc));
     NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpDispatch"));
+    h->pending_dispatch = desc;
     /* A new dispatch replaces the handle's received routing, whatever happens next. */
     h->dispatched = 0;
     NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_DISPATCH, stream, "ncclxEpDispatch"));

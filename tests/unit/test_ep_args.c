@@ -23,6 +23,23 @@ enum { R = 4, E = 24, L = E / R, T = 8, N = 5, K = 2, H = 256, SC = 4 };
 #define QUANT NCCLX_EP_RECIPE_QUANT_FWD
 #define FP8   NCCLX_EP_RECIPE_FP8
 
+/* The stream rule's CUDA calls, replaced at link time (tests/unit.am): no stream is being
+ * captured, and the group's last eager operation is still running (reached only by the rows
+ * that give the group an event). */
+cudaError_t __wrap_cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status);
+cudaError_t __wrap_cudaEventQuery(cudaEvent_t e);
+cudaError_t __wrap_cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status)
+{
+    (void)s;
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+cudaError_t __wrap_cudaEventQuery(cudaEvent_t e)
+{
+    (void)e;
+    return cudaErrorNotReady;
+}
+
 /* Fake device pointers: the checks only look at their alignment. */
 #define PTR(n) ((void *)(uintptr_t)(0x100000u * (n)))
 
@@ -846,6 +863,9 @@ SETUP(e_combine_bad_field, s->ca.out.shape[1] = H + 16)
 SETUP(e_nothing_pending, (void)s)
 SETUP(e_complete_other_stream, s->f.handle.pending = NCCLX_EP_PENDING_DISPATCH;
       s->f.group.send_in_flight = &s->f.handle; s->f.group.last_stream = (ncclxStream_t)PTR(31))
+/* The group's last eager operation ran on another stream and is not known complete. */
+SETUP(e_busy_other_stream, s->f.group.op_done = (struct CUevent_st *)PTR(40);
+      s->f.group.last_stream = (ncclxStream_t)PTR(31))
 SETUP(e_complete_ht, s->f.group.plan.algorithm = NCCLX_EP_ALGO_HT)
 SETUP(e_idx_null, s->idx_arg = NULL)
 SETUP(e_idx_float, s->idx.dtype = NCCLX_FLOAT32)
@@ -921,6 +941,16 @@ static const entry_case_t entry_cases[] = {
      CO_ "a GPU wait of an earlier operation"},
     {"complete with nothing pending", RM, CALL_COMPLETE, e_nothing_pending, ncclxInvalidUsage,
      CO_ "handle 0 has no send_only dispatch or combine in flight"},
+    /* Refused by the stream rule after the arguments passed: the handle keeps the descriptor
+     * of its last dispatch (a later combine derives its operation word from it). */
+    {"dispatch while another stream's operation runs", EM, CALL_DISPATCH, e_busy_other_stream,
+     ncclxInvalidUsage, D_ "stream"},
+    {"dispatch while another stream's operation runs (rank-major)", RM, CALL_DISPATCH,
+     e_busy_other_stream, ncclxInvalidUsage, D_ "stream"},
+    {"combine while another stream's operation runs", EM, CALL_COMBINE, e_busy_other_stream,
+     ncclxInvalidUsage, CB_ "stream"},
+    {"update while another stream's operation runs", RM, CALL_UPDATE, e_busy_other_stream,
+     ncclxInvalidUsage, U_ "stream"},
     {"complete on another stream", EM, CALL_COMPLETE, e_complete_other_stream, ncclxInvalidUsage,
      "is not the stream"},
     {"complete on HT", EM, CALL_COMPLETE, e_complete_ht, ncclxInvalidUsage, CO_ "EP group 0 is HT"},
@@ -988,8 +1018,11 @@ static void test_each_entry_refusal(void **state)
                      (int)c->expected, c->needle);
         }
         /* Nothing changed: the handle keeps its routing, dispatch and pending state. */
-        assert_memory_equal(&s.f.handle, &before, sizeof(before));
-        assert_memory_equal(&s.f.group, &group_before, sizeof(group_before));
+        if (memcmp(&s.f.handle, &before, sizeof(before)) != 0 ||
+            memcmp(&s.f.group, &group_before, sizeof(group_before)) != 0) {
+            fail_msg("entry case '%s': the call changed the %s", c->name,
+                     memcmp(&s.f.handle, &before, sizeof(before)) != 0 ? "handle" : "group");
+        }
     }
     assert_true(n >= 40);
 }
