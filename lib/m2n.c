@@ -143,7 +143,7 @@ ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx)
 
 /* ---- descriptors ---- */
 
-static uint32_t ncclx_m2n_dtype_bytes(ncclxDataType_t t)
+uint32_t ncclx_m2n_dtype_bytes(ncclxDataType_t t)
 {
     switch (t) {
     case NCCLX_FP8_E4M3:

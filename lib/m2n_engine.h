@@ -30,4 +30,8 @@ ncclxResult_t ncclx_m2n_bind(struct ncclxContext *ctx);
 /** Undoes ncclx_m2n_bind (its event). */
 ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx);
 
+/** Bytes of one element of dtype t as M2N moves it (FP4x2: a byte of two values); 0 for a
+ *  dtype M2N does not take. */
+uint32_t ncclx_m2n_dtype_bytes(ncclxDataType_t t);
+
 #endif /* NCCLX_LIB_M2N_ENGINE_H_ */

@@ -138,31 +138,6 @@ typedef struct {
     void *host, *mapped;
 } world_t;
 
-static uint32_t dtype_bytes(ncclxDataType_t t)
-{
-    switch (t) {
-    case NCCLX_FP8_E4M3:
-    case NCCLX_FP8_E5M2:
-    case NCCLX_FP4X2_E2M1:
-    case NCCLX_UINT8:
-    case NCCLX_INT8:
-        return 1;
-    case NCCLX_BFLOAT16:
-    case NCCLX_FLOAT16:
-        return 2;
-    case NCCLX_FLOAT32:
-    case NCCLX_INT32:
-    case NCCLX_UINT32:
-        return 4;
-    case NCCLX_INT64:
-    case NCCLX_UINT64:
-    case NCCLX_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
 /* A context as init builds it, minus the GPU: the plan's regions over host memory (the device
  * classes at a fake address nothing dereferences), the M2N engine bound.  0: not drawn. */
 static int make_world(fuzz_input_t *in, world_t *w)
@@ -248,7 +223,7 @@ static void read_side(fuzz_input_t *in, const world_t *w, ncclxM2nTensor_t *t, u
     }
     t->data = (void *)data;
     r->data[side] = data;
-    bytes = dtype_bytes(t->dtype);
+    bytes = ncclx_m2n_dtype_bytes(t->dtype);
     for (uint32_t d = 0; d < t->ndims && d < NCCLX_M2N_MAX_TENSOR_DIMS; d++) {
         if (__builtin_mul_overflow(bytes, t->local_shape[d], &bytes)) {
             bytes = UINT64_MAX;

@@ -684,6 +684,56 @@ static void CUDART_CB open_when_told(void *arg)
     }
 }
 
+/* Opens run's team with a GPU timeout of 300 ms (NCCLX_TIMEOUT_MS, read at init), then puts the
+ * variable back as it was. */
+static void open_with_300ms_timeout(ht_run_t *run, const ht_case_t *c)
+{
+    const char *saved = getenv("NCCLX_TIMEOUT_MS");
+    char *restore = saved != NULL ? strdup(saved) : NULL;
+    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
+    ht_open(run, c);
+    if (restore != NULL) {
+        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
+        free(restore);
+    } else {
+        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
+    }
+}
+
+/* Every rank dispatches, ranks 1.. held behind the host gate (open_when_told) until rank 0 has
+ * given up on them (its wait times out) and its caller has reused out_tokens (0x5a); then the
+ * late ranks run.  Fails if any late rank wrote into rank 0's reused out_tokens. */
+static void straggle_and_reuse(ht_run_t *run)
+{
+    ep_team_sync(&run->team);
+    __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
+    for (uint32_t r = 1; r < run->R; r++) {
+        assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[r], open_when_told, NULL));
+    }
+    for (uint32_t r = run->R; r-- > 0;) {
+        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
+        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
+    }
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    const size_t bytes = (size_t)run->S * run->row;
+    assert_cuda_ok(cudaMemsetAsync(run->r[0].d_out_tokens, 0x5a, bytes, run->team.stream[0]));
+    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
+    __atomic_store_n(&straggler_gate, 1, __ATOMIC_RELEASE);
+    for (uint32_t r = 1; r < run->R; r++) {
+        assert_cuda_ok(cudaStreamSynchronize(run->team.stream[r]));
+    }
+    uint8_t *got = hmalloc(bytes);
+    assert_cuda_ok(cudaMemcpy(got, run->r[0].d_out_tokens, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++) {
+        if (got[i] != 0x5a) {
+            fail_msg("rank 0's reused out_tokens byte %zu is 0x%02x: a late rank wrote into it "
+                     "after rank 0's dispatch had ended",
+                     i, got[i]);
+        }
+    }
+    free(got);
+}
+
 /* A straggler past the timeout on the direct path (one GPU): rank 1's dispatch starts only
  * after rank 0's has timed out and ended and rank 0's caller has reused its out_tokens.  Rank 1
  * must write nothing there (rank 0 closed its published buffers on the way out), and both
@@ -694,41 +744,9 @@ static void test_straggler_after_timeout(void **state)
     ep_rng_reset("test_straggler_after_timeout");
     ht_run_t *run = hmalloc(sizeof(*run));
     ht_case_t c = base_case(2, NCCLX_EP_LAYOUT_FLAT);
-    const char *saved = getenv("NCCLX_TIMEOUT_MS");
-    char *restore = saved != NULL ? strdup(saved) : NULL;
-    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
-    ht_open(run, &c);
-    if (restore != NULL) {
-        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
-        free(restore);
-    } else {
-        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
-    }
+    open_with_300ms_timeout(run, &c);
     route_full_batches(run);
-    ep_team_sync(&run->team);
-    __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
-    assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[1], open_when_told, NULL));
-    for (uint32_t r = 2; r-- > 0;) {
-        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
-        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
-    }
-    /* Rank 0 gives up (its wait for rank 1 times out), and its caller reuses out_tokens. */
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
-    const size_t bytes = (size_t)run->S * run->row;
-    assert_cuda_ok(cudaMemsetAsync(run->r[0].d_out_tokens, 0x5a, bytes, run->team.stream[0]));
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
-    __atomic_store_n(&straggler_gate, 1, __ATOMIC_RELEASE);
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[1]));
-    uint8_t *got = hmalloc(bytes);
-    assert_cuda_ok(cudaMemcpy(got, run->r[0].d_out_tokens, bytes, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < bytes; i++) {
-        if (got[i] != 0x5a) {
-            fail_msg("rank 0's reused out_tokens byte %zu is 0x%02x: the straggler wrote into "
-                     "it after rank 0's dispatch had ended",
-                     i, got[i]);
-        }
-    }
-    free(got);
+    straggle_and_reuse(run);
     /* Rank 0 gave up waiting for rank 1.  On the direct path rank 1 then finds rank 0 closed
      * and cannot deliver its rows: it reports an error too.  On the staged path rank 0 had
      * pushed its rows into the group's own before giving up, so rank 1 may well complete. */
@@ -763,43 +781,9 @@ static void test_late_peer_three_ranks(void **state)
     ep_rng_reset("test_late_peer_three_ranks");
     ht_run_t *run = hmalloc(sizeof(*run));
     ht_case_t c = base_case(3, NCCLX_EP_LAYOUT_FLAT);
-    const char *saved = getenv("NCCLX_TIMEOUT_MS");
-    char *restore = saved != NULL ? strdup(saved) : NULL;
-    assert_int_equal(setenv("NCCLX_TIMEOUT_MS", "300", 1), 0);
-    ht_open(run, &c);
-    if (restore != NULL) {
-        assert_int_equal(setenv("NCCLX_TIMEOUT_MS", restore, 1), 0);
-        free(restore);
-    } else {
-        assert_int_equal(unsetenv("NCCLX_TIMEOUT_MS"), 0);
-    }
+    open_with_300ms_timeout(run, &c);
     route_full_batches(run);
-    ep_team_sync(&run->team);
-    __atomic_store_n(&straggler_gate, 0, __ATOMIC_RELEASE);
-    for (uint32_t r = 1; r < 3; r++) {
-        assert_cuda_ok(cudaLaunchHostFunc(run->team.stream[r], open_when_told, NULL));
-    }
-    for (uint32_t r = 3; r-- > 0;) {
-        ncclxEpDispatchArgs_t a = ht_dispatch_args(run, r, 0);
-        assert_ncclx_ok(ncclxEpDispatch(run->h[r], &a, run->team.stream[r]));
-    }
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
-    const size_t bytes = (size_t)run->S * run->row;
-    assert_cuda_ok(cudaMemsetAsync(run->r[0].d_out_tokens, 0x5a, bytes, run->team.stream[0]));
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[0]));
-    __atomic_store_n(&straggler_gate, 1, __ATOMIC_RELEASE);
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[1]));
-    assert_cuda_ok(cudaStreamSynchronize(run->team.stream[2]));
-    uint8_t *got = hmalloc(bytes);
-    assert_cuda_ok(cudaMemcpy(got, run->r[0].d_out_tokens, bytes, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < bytes; i++) {
-        if (got[i] != 0x5a) {
-            fail_msg("rank 0's reused out_tokens byte %zu is 0x%02x: a late rank wrote into it "
-                     "after rank 0's dispatch had ended",
-                     i, got[i]);
-        }
-    }
-    free(got);
+    straggle_and_reuse(run);
     uint32_t err[3] = {0, 0, 0};
     for (uint32_t r = 0; r < 3; r++) {
         assert_ncclx_ok(ncclxEpGetAsyncError(run->team.group[r], &err[r]));
