@@ -13,7 +13,7 @@
 # NCCLX_FUZZ_SECONDS   seconds per target (default 60)
 # NCCLX_FUZZ_TARGETS   targets to run (default: plan env handle_import m2n)
 # NCCLX_FUZZ_CUDA_HOME the CUDA toolkit for configure (default $CUDA_HOME or /usr/local/cuda)
-# NCCLX_FUZZ_CC        the compiler (default clang: Debian's clang 14 and libclang-rt-14-dev)
+# NCCLX_FUZZ_CC        the compiler (default clang: Debian's clang 14 and libclang-rt-dev)
 # NCCLX_FUZZ_KERNELS   a configured build directory whose kernels/*.o (nvcc, the same for any C
 #                      compiler) are copied instead of compiled again (CI: build-ci)
 set -uo pipefail
@@ -26,7 +26,7 @@ cc=${NCCLX_FUZZ_CC:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 
 if ! command -v "$cc" >/dev/null; then
-    echo "run_fuzz: no $cc (Debian: apt-get install clang libclang-rt-14-dev)"; exit 1
+    echo "run_fuzz: no $cc (Debian: apt-get install clang libclang-rt-dev)"; exit 1
 fi
 if [ ! -x "$src/configure" ]; then
     echo "run_fuzz: run ./autogen.sh in $src first"; exit 1
