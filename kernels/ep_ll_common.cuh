@@ -292,25 +292,41 @@ __device__ __forceinline__ void progress_end(const ncclx_ep_ll_group_desc_t &g)
     }
 }
 
-// Combine send, the last block, before its signals: waits until every rank this rank evicted
-// while its combine send ran (kMaskedLate) has ended that send, so that its late rows land
-// before any peer, released by this signal, writes this rank's combine slots of the next
-// operation of that parity.  Bounded by half the group's timeout (the peers waiting for this
-// signal give up after a whole one); an evicted rank stops waiting.  Either way the rank is
-// then plainly masked, and never waited for again.
-__device__ __forceinline__ void wait_late_rows(const ncclx_ep_ll_group_desc_t &g)
+// Before this rank lets peers write its combine slots again (the combine send's last block,
+// before its signals; a clean, before its round two): waits until every rank this rank
+// evicted while its combine send ran (kMaskedLate) has ended that send, so that its late rows
+// land before any peer, released by this rank, writes those slots.  One deadline for all such
+// ranks, half the group's timeout from now (the peers waiting for this rank give up after a
+// whole one); an evicted rank stops waiting.  A late rank still sending at the deadline is
+// reported as a timeout (its rows may yet land: the caller must clean before trusting the
+// group's results), and false is returned.  Either way the rank is then plainly masked, and
+// never waited for again.  Every thread of the block calls it.
+__device__ __forceinline__ bool wait_late_rows(const ncclx_ep_ll_group_desc_t &g)
 {
+    __shared__ int quiet;
     if (!tracks_progress(g)) {
-        return;
+        return true;
     }
+    if (threadIdx.x == 0) {
+        quiet = 1;
+    }
+    __syncthreads();
+    const unsigned long long deadline = globaltimer() + g.timeout_ns / 2;
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
         if (load_volatile(&g.inactive[s]) != kMaskedLate) {
             continue;
         }
         const unsigned *word = progress_word(peer_base(g, s), g, s);
-        const unsigned long long start = globaltimer();
         for (unsigned spins = 0; load_volatile(word) != NCCLX_EP_PROGRESS_IDLE; spins++) {
-            if ((spins & 1023) == 0 && (self_out(g) || globaltimer() - start > g.timeout_ns / 2)) {
+            if ((spins & 1023) != 0) {
+                continue;
+            }
+            if (self_out(g)) {
+                break;
+            }
+            if (globaltimer() > deadline) {
+                report_error(g, kErrorTimeout);
+                quiet = 0;
                 break;
             }
         }
@@ -318,6 +334,7 @@ __device__ __forceinline__ void wait_late_rows(const ncclx_ep_ll_group_desc_t &g
     }
     __threadfence_system();
     __syncthreads();
+    return quiet != 0;
 }
 
 // Where source s's signal of operation op in direction dir lands in this rank's arena.

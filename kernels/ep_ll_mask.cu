@@ -112,14 +112,21 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
             round1[s] = 0; // consumed: the next clean needs a new proposal from s
             g.inactive[s] = 0;
         } else {
-            // Withdraw ours, so that s, arriving late, does not count this rank in.
+            // Withdraw ours, so that s, arriving late, does not count this rank in.  A rank
+            // still marked late keeps the mark: its rows are waited for below.
             st_release_sys(&clean_slots(peer_base(g, s), g, 0)[g.rank], 0);
-            g.inactive[s] = 1;
+            atomicCAS(&g.inactive[s], 0, 1);
             complete = 0;
             report_error(g, kErrorTimeout);
         }
     }
     __syncthreads();
+    // A rank evicted inside its combine send that did not answer may still be storing rows
+    // into this rank's combine slots: they must land before round two lets the answering peers
+    // write those slots again.  One that never ends its send leaves the clean incomplete.
+    if (!wait_late_rows(g) && threadIdx.x == 0) {
+        complete = 0;
+    }
     reset_operations(g);
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
         if (g.inactive[s] == 0) {
