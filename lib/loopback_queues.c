@@ -6,7 +6,7 @@
 #include "loopback_queues.h"
 
 #include <cuda.h>
-#include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #include "error.h"
@@ -17,19 +17,24 @@
 uint32_t ncclx_loopback_queues_of(const char *value)
 {
     char *end = NULL;
-    unsigned long v;
+    unsigned long long v;
     if (value == NULL || *value < '0' || *value > '9') {
         return NCCLX_LOOPBACK_DEFAULT_QUEUES;
     }
-    v = strtoul(value, &end, 10);
-    if (*end != '\0' || v < 1 || v > NCCLX_LOOPBACK_MAX_QUEUES) {
+    errno = 0;
+    v = strtoull(value, &end, 10);
+    if (*end != '\0' || v < 1) {
         return NCCLX_LOOPBACK_DEFAULT_QUEUES;
     }
-    return (uint32_t)v;
+    /* More than the hardware has is read as all of it: the caller asked for many queues, and
+     * counting fewer would refuse teams that run. */
+    return errno == ERANGE || v > NCCLX_LOOPBACK_MAX_QUEUES ? NCCLX_LOOPBACK_MAX_QUEUES
+                                                            : (uint32_t)v;
 }
 
 ncclxResult_t ncclx_loopback_queue_verdict(uint32_t ranks, uint32_t queues, int started_early)
 {
+    const uint32_t most = started_early ? (queues / 2 > 0 ? queues / 2 : 1) : queues;
     if (ranks > NCCLX_LOOPBACK_MAX_QUEUES) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxLoopbackInit: num_ranks=%u: a loopback team runs each rank on "
@@ -39,19 +44,20 @@ ncclxResult_t ncclx_loopback_queue_verdict(uint32_t ranks, uint32_t queues, int 
                            "most %u ranks",
                            ranks, NCCLX_LOOPBACK_MAX_QUEUES, NCCLX_LOOPBACK_MAX_QUEUES);
     }
-    if (ranks <= queues) {
+    if (ranks <= most) {
         return ncclxSuccess;
     }
     if (started_early) {
         return NCCLX_ERROR(ncclxInvalidUsage,
                            "ncclxLoopbackInit: num_ranks=%u but CUDA started in this process "
                            "before ncclxLoopbackInit with " NCCLX_QUEUES_VARIABLE "=%u hardware "
-                           "queues, too late to raise it: the ranks' streams would share queues "
-                           "and a rank's kernel could wait behind a peer until the timeout; "
-                           "export " NCCLX_QUEUES_VARIABLE "=32 before the program starts CUDA "
-                           "(before importing torch, before compute-sanitizer), or use at most "
-                           "%u ranks",
-                           ranks, queues, queues);
+                           "queues, too late to raise it, and shared with the program's own "
+                           "streams (a team may use half: %u ranks): the ranks' streams could "
+                           "share queues and a rank's kernel wait behind a peer until the "
+                           "timeout; export " NCCLX_QUEUES_VARIABLE "=32 before the program "
+                           "starts CUDA (before importing torch, before compute-sanitizer), or "
+                           "use at most %u ranks",
+                           ranks, queues, most, most);
     }
     return NCCLX_ERROR(ncclxInvalidUsage,
                        "ncclxLoopbackInit: num_ranks=%u but " NCCLX_QUEUES_VARIABLE "=%u gives "
@@ -108,22 +114,32 @@ static ncclxResult_t ncclx_primary_context_active(int cuda_device, int *active)
     return ncclxSuccess;
 }
 
+/* The queues of the context this library saw start (0: it has not seen one start): a later
+ * team of the process then counts those, not "started early". */
+static uint32_t ncclx_queues_of_our_start;
+
 ncclxResult_t ncclx_loopback_check_queues(uint32_t ranks, int cuda_device)
 {
-    char before[16] = "";
-    const char *value = getenv(NCCLX_QUEUES_VARIABLE);
-    int active = 0, had_value = value != NULL;
-    if (had_value) { /* setenv may free what getenv returned */
-        snprintf(before, sizeof(before), "%s", value);
-    }
+    int active = 0;
+    /* Read before setenv, which may free what getenv returned. */
+    const uint32_t queues_before = ncclx_loopback_queues_of(getenv(NCCLX_QUEUES_VARIABLE));
     /* Raised before anything below can start CUDA; a value the caller chose stays. */
     if (setenv(NCCLX_QUEUES_VARIABLE, "32", 0) != 0) {
         return NCCLX_ERROR(ncclxSystemError,
                            "ncclxLoopbackInit: setenv(" NCCLX_QUEUES_VARIABLE ") failed");
     }
     NCCLX_CHECK(ncclx_primary_context_active(cuda_device, &active));
-    /* A context that existed before got the value the process had then. */
-    const uint32_t queues = ncclx_loopback_queues_of(active ? (had_value ? before : NULL)
-                                                            : getenv(NCCLX_QUEUES_VARIABLE));
-    return ncclx_loopback_queue_verdict(ranks, queues, active);
+    const uint32_t ours = __atomic_load_n(&ncclx_queues_of_our_start, __ATOMIC_ACQUIRE);
+    if (!active) {
+        /* This team's init starts the context, with the value in the environment now. */
+        const uint32_t queues = ncclx_loopback_queues_of(getenv(NCCLX_QUEUES_VARIABLE));
+        NCCLX_CHECK(ncclx_loopback_queue_verdict(ranks, queues, 0));
+        __atomic_store_n(&ncclx_queues_of_our_start, queues, __ATOMIC_RELEASE);
+        return ncclxSuccess;
+    }
+    if (ours != 0) { /* an earlier team of this process started it */
+        return ncclx_loopback_queue_verdict(ranks, ours, 0);
+    }
+    /* Started before the library ran: with the value the process had then. */
+    return ncclx_loopback_queue_verdict(ranks, queues_before, 1);
 }

@@ -22,20 +22,23 @@
 #define NCCLX_LOOPBACK_DEFAULT_QUEUES 8u
 
 /** The queues a context created with value as CUDA_DEVICE_MAX_CONNECTIONS (NULL: unset) has:
- *  the decimal number in [1, 32], else CUDA's default. */
+ *  the decimal number, at most 32; CUDA's default for anything else. */
 uint32_t ncclx_loopback_queues_of(const char *value);
 
 /**
- * The verdict for a team of ranks on a context with queues hardware queues.  started_early:
- * CUDA's context existed before ncclxLoopbackInit (its setting came too late).  Refusals are
+ * The verdict for a team of ranks on a context with queues hardware queues: at most 32 ranks,
+ * at most queues ranks, and at most queues / 2 when started_early (CUDA's context existed
+ * before the library first ran: the setting came too late, and the program's own streams
+ * share the queues; 8 ranks on CUDA's 8 timed out under compute-sanitizer).  Refusals are
  * ncclxInvalidUsage naming CUDA_DEVICE_MAX_CONNECTIONS and what to do.
  */
 ncclxResult_t ncclx_loopback_queue_verdict(uint32_t ranks, uint32_t queues, int started_early);
 
 /**
  * Before the loopback team's CUDA work: raises CUDA_DEVICE_MAX_CONNECTIONS to 32 unless the
- * caller set it, finds whether the device's primary context already exists (then the value in
- * effect is the one the process had before this call), and gives the verdict.
+ * caller set it, finds whether the device's primary context already exists and who started it
+ * (a loopback team of this process, or the program before the library ran, when the value in
+ * effect is the one the process had then), and gives the verdict.
  */
 ncclxResult_t ncclx_loopback_check_queues(uint32_t ranks, int cuda_device);
 

@@ -37,8 +37,8 @@
  * every call can be captured in a CUDA graph.
  *
  * Streams, graphs and threads: a group's eager work runs on one stream at a time.  Handle
- * create/update/import, dispatch, combine, layout, the mask calls and the error clear of one
- * group are refused (ncclxInvalidUsage) on a stream other than the one of the group's previous
+ * create/update/import, dispatch, combine, layout, the mask calls and (HT) the error clear of
+ * one group are refused (ncclxInvalidUsage) on a stream other than the one of the group's previous
  * eager operation until that operation is known complete (synchronize the old stream before
  * switching).  Calls made while their stream is being captured are neither checked nor
  * remembered: a capture enqueues nothing, so it may happen on any stream (the PyTorch pattern:
@@ -407,8 +407,9 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayout
  * Each rank's stream needs a hardware queue of its own (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
  * default, at most 32): this call sets 32 when CUDA has not started yet in the process, and
  * refuses (ncclxInvalidUsage, saying what to do) a team of more ranks than the queues in effect
- * -- more than 32 ranks, or more than 8 when CUDA started before this call without the variable
- * (PyTorch, compute-sanitizer: export CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts).
+ * allow -- more than 32 ranks, or, when CUDA started before the library without the variable
+ * (PyTorch, compute-sanitizer), more than half of CUDA's 8 queues, which the program's own
+ * streams share: export CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts.
  * Finalize every context with ncclxFinalize (any order).
  */
 ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
