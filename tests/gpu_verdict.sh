@@ -22,13 +22,18 @@ if [ "$rc" -ne 0 ]; then
 fi
 if grep -q '^\[==========\] ' "$log" 2>/dev/null; then
     ran=$(grep -c '^\[ RUN      \] ' "$log")
-    skipped=$(sed -n 's/^\[  SKIPPED \] \(.*\)/\1/p' "$log" | sort -u | paste -sd' ' -)
+    # A case's line names the case; cmocka's closing "[  SKIPPED ] N test(s), listed below:"
+    # does not.
+    skipped=$(sed -n 's/^\[  SKIPPED \] \(.*\)/\1/p' "$log" | grep -v 'test(s), listed below:' |
+        sort -u)
+    nskipped=$(printf '%s' "$skipped" | grep -c .)
+    skipped=$(printf '%s' "$skipped" | paste -sd' ' -)
     if [ "$ran" -eq 0 ]; then
         echo "FAIL: $name (cmocka ran zero cases, see $log)"
         exit 1
     fi
     if [ -n "$skipped" ]; then
-        echo "SKIP: $name (of $ran cases skipped: $skipped; see $log)"
+        echo "SKIP: $name ($nskipped of $ran cases skipped: $skipped; see $log)"
         exit 0
     fi
 fi

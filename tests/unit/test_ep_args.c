@@ -861,8 +861,11 @@ SETUP(e_combine_out_weights, s->ca.out_topk_weights = tensor(21, NCCLX_FLOAT32, 
 SETUP(e_combine_out_weights_data, s->ca.out_topk_weights.data = PTR(21))
 SETUP(e_combine_bad_field, s->ca.out.shape[1] = H + 16)
 SETUP(e_nothing_pending, (void)s)
+/* The send went out on stream 31 (send_stream); the group's last eager stream is the call's
+ * own, so only the send's stream can refuse it. */
 SETUP(e_complete_other_stream, s->f.handle.pending = NCCLX_EP_PENDING_DISPATCH;
-      s->f.group.send_in_flight = &s->f.handle; s->f.group.last_stream = (ncclxStream_t)PTR(31))
+      s->f.group.send_in_flight = &s->f.handle; s->f.group.send_stream = (ncclxStream_t)PTR(31);
+      s->f.group.last_stream = s->stream)
 /* The group's last eager operation ran on another stream and is not known complete. */
 SETUP(e_busy_other_stream, s->f.group.op_done = (struct CUevent_st *)PTR(40);
       s->f.group.last_stream = (ncclxStream_t)PTR(31))
