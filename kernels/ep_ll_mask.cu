@@ -128,6 +128,9 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
         complete = 0;
     }
     reset_operations(g);
+    // One of these entries is this rank's own progress word (ep_ll_wire.h,
+    // ncclx_ep_progress_index): zero is its idle value, and no combine send of this rank runs
+    // during its clean (stream order), so clearing it says nothing false.
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
         if (g.inactive[s] == 0) {
             g.evicted[s] = 0;
