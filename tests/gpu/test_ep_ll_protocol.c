@@ -250,19 +250,19 @@ static void test_sequence_tag_never_zero(void **state)
 
 /* ---- per-operation agreement ---- */
 
-static void test_mismatched_topk(void **state)
+/* One rank (drawn) runs every operation with case kb, the others with ka: every rank drops the
+ * odd one's data and reports NCCLX_EP_ERROR_MISMATCH, the others' results are exact without
+ * it; after a clear of the error word all agree again. */
+static void mismatch_case(const ep_case_t *ka, const ep_case_t *kb, const char *name)
 {
-    const ep_case_t k6 = {6, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
-    const ep_case_t k4 = {4, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
     ep_team_t t;
     ep_run_t a, b;
     ep_routing_t rt = ep_routing_default();
-    (void)state;
-    ep_rng_reset("mismatched_topk");
+    ep_rng_reset(name);
     open_team(&t, 4, 1024, 32, 0);
     const uint32_t odd = ep_rand_below(4), bit = 1u << odd, all = 0xf;
-    ep_run_alloc(&a, &t, &k6);
-    ep_run_alloc(&b, &t, &k4);
+    ep_run_alloc(&a, &t, ka);
+    ep_run_alloc(&b, &t, kb);
     ep_alloc_arm();
     a.masked = bit; /* the others' reference: without the odd rank */
     ep_run_fill(&a, &rt);
@@ -270,7 +270,6 @@ static void test_mismatched_topk(void **state)
     ep_run_create(&a);
     ep_run_create(&b);
     ep_team_sync(&t);
-    /* The odd rank dispatches and combines with top-4, the others with top-6. */
     a.absent = bit;
     b.absent = all & ~bit;
     ep_run_poison_dispatch(&a);
@@ -286,7 +285,7 @@ static void test_mismatched_topk(void **state)
         uint32_t error = 0;
         assert_ncclx_ok(ncclxEpGetAsyncError(t.group[r], &error));
         if (error != NCCLX_EP_ERROR_MISMATCH) {
-            fail_msg("rank %u: async error 0x%x, want NCCLX_EP_ERROR_MISMATCH", r, error);
+            fail_msg("%s: rank %u: async error 0x%x, want NCCLX_EP_ERROR_MISMATCH", name, r, error);
         }
         assert_ncclx_ok(ncclxEpClearAsyncError(t.group[r], t.stream[r]));
     }
@@ -298,9 +297,31 @@ static void test_mismatched_topk(void **state)
         iterate(&a);
     }
     ep_run_destroy(&b);
-    finish(&a, "mismatched top-k");
+    finish(&a, name);
     ep_run_free(&b);
     ep_team_close(&t);
+}
+
+/* The odd rank dispatches and combines with top-4, the others with top-6. */
+static void test_mismatched_topk(void **state)
+{
+    const ep_case_t k6 = {6, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
+    const ep_case_t k4 = {4, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
+    (void)state;
+    mismatch_case(&k6, &k4, "mismatched top-k");
+}
+
+/* QUANT_FWD: the odd rank's scale rows differ in size (6 against 7 bytes), or only in their
+ * dtype (8 bytes of FP8 against 8 of UINT8): both are in the operation word. */
+static void test_mismatched_scales(void **state)
+{
+    const ep_case_t q7 = {0, RM, QFWD, 0, 1, E4M3, U8, 7, I32, I64, BF16, 0};
+    const ep_case_t q6 = {0, RM, QFWD, 0, 1, E4M3, U8, 6, I32, I64, BF16, 0};
+    const ep_case_t q8 = {0, RM, QFWD, 0, 1, E4M3, U8, 8, I32, I64, BF16, 0};
+    const ep_case_t q8_fp8 = {0, RM, QFWD, 0, 1, E4M3, E4M3, 8, I32, I64, BF16, 0};
+    (void)state;
+    mismatch_case(&q7, &q6, "mismatched scale row bytes");
+    mismatch_case(&q8, &q8_fp8, "mismatched scale dtype");
 }
 
 /* ---- launches ---- */
@@ -449,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_counter_wrap_one_rank),
         cmocka_unit_test(test_sequence_tag_never_zero),
         cmocka_unit_test(test_mismatched_topk),
+        cmocka_unit_test(test_mismatched_scales),
         cmocka_unit_test(test_stale_cuda_error),
         cmocka_unit_test(test_failed_launches),
         cmocka_unit_test(test_one_stream_per_group),
