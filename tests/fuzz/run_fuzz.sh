@@ -14,7 +14,7 @@
 # NCCLX_FUZZ_TARGETS   targets to run (default: plan env handle_import m2n)
 # NCCLX_FUZZ_CUDA_HOME the CUDA toolkit for configure (default $CUDA_HOME or /usr/local/cuda)
 # NCCLX_FUZZ_CC        the compiler (default clang: Debian's clang 14 and libclang-rt-dev)
-# NCCLX_FUZZ_KERNELS   a configured build directory whose kernels/*.o (nvcc, the same for any C
+# NCCLX_FUZZ_KERNELS   a configured build directory whose kernels/*/*.o (nvcc, the same for any C
 #                      compiler) are copied instead of compiled again (CI: build-ci)
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,9 +43,9 @@ if [ ! -f config.status ]; then
     fi
 fi
 if [ -n "${NCCLX_FUZZ_KERNELS:-}" ]; then
-    mkdir -p kernels
-    for o in "$NCCLX_FUZZ_KERNELS"/kernels/*.o; do
-        [ -f "kernels/$(basename "$o")" ] || cp -p "$o" kernels/
+    # kernels/<folder>/*.o, each to the same place here
+    (cd "$NCCLX_FUZZ_KERNELS" && find kernels -name '*.o') | while read -r o; do
+        [ -f "$o" ] || { mkdir -p "$(dirname "$o")" && cp -p "$NCCLX_FUZZ_KERNELS/$o" "$o"; }
     done
 fi
 bins=
