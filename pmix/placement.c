@@ -13,8 +13,8 @@
 #include "placement.h"
 #include "struct.h"
 
-/* The v1 sizes are in lib/struct.h's table (checked in lib/struct.c); the fields below must
- * not move either. */
+/* The v1 sizes are in lib/core/struct.h's table (checked in lib/core/struct.c); the fields below
+ * must not move either. */
 _Static_assert(offsetof(ncclxPlacementQuery_t, bound_cpuset) == 48,
                "ncclxPlacementQuery_t.bound_cpuset moved");
 _Static_assert(offsetof(ncclxPlacement_t, gpu_busid) == 40, "ncclxPlacement_t.gpu_busid moved");

@@ -22,13 +22,13 @@ extern "C" {
  */
 cudaError_t ncclx_kernels_load(void);
 
-/* kernels/nccl_dev.cu: NCCL device API glue.  window is an ncclWindow_t. */
+/* kernels/common/nccl_dev.cu: NCCL device API glue.  window is an ncclWindow_t. */
 
 /** table[p] = this rank's view of window + offset on LSA peer p, for p < lsa_size. */
 cudaError_t ncclx_launch_resolve_peers(void *window, size_t offset, int lsa_size, void **table,
                                        cudaStream_t stream);
 
-/** Loads the module of kernels/nccl_dev.cu (see ncclx_kernels_load). */
+/** Loads the module of kernels/common/nccl_dev.cu (see ncclx_kernels_load). */
 cudaError_t ncclx_nccl_kernels_load(void);
 
 #ifdef __cplusplus

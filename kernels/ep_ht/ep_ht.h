@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * The HT (high-throughput) kernels' view of a group, a handle and a call: plain structs of
- * device pointers and sizes, filled by lib/ep_ht.c and passed by value to the launchers.
+ * device pointers and sizes, filled by lib/ep/ep_ht.c and passed by value to the launchers.
  * docs/ep-ht.md describes the algorithm and lists every protocol word.
  *
  * Symmetric memory of an HT group on every rank (same offsets everywhere):

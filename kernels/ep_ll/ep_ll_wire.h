@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The LL wire format, in one place for host C (lib/ep_dims.c sizes the receive areas with it,
- * lib/ep_ll_args.c describes each operation with it) and for the kernels (which read and
+ * The LL wire format, in one place for host C (lib/plan/ep_dims.c sizes the receive areas with it,
+ * lib/ep/ep_ll_args.c describes each operation with it) and for the kernels (which read and
  * write it).  docs/ep-ll.md lists every protocol word with its writer, reader and phase.
  *
  * A dispatch message, one per (source token, destination rank):

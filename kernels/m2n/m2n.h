@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * The M2N kernel's view of one launch (docs/m2n.md, "Protocol"): plain structs filled by
- * lib/m2n.c and passed by value, so that a captured launch replays exactly what was planned.
+ * lib/m2n/m2n.c and passed by value, so that a captured launch replays exactly what was planned.
  *
  * The staging ring, the signal words and the round counts are laid out by m2n_ring.h; a vote
  * word is (launch number + 1) << 32 | the rank's vote word, by launch parity.  Private device
@@ -91,7 +91,7 @@ cudaError_t ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
 cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *status,
                                    unsigned int bits, cudaStream_t stream);
 
-/** Loads the module of kernels/m2n.cu (see ncclx_kernels_load). */
+/** Loads the module of kernels/m2n/m2n.cu (see ncclx_kernels_load). */
 cudaError_t ncclx_m2n_kernels_load(void);
 
 #ifdef __cplusplus

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The M2N staging ring, in one place for host C (lib/plan_layout.c sizes the regions with it,
- * lib/m2n_plan.c gives pairs their channels, the CPU tests replay the protocol with it) and for
- * kernels/m2n.cu (which moves the bytes).  docs/m2n.md, "Protocol", tells the story.
+ * The M2N staging ring, in one place for host C (lib/plan/plan_layout.c sizes the regions with it,
+ * lib/m2n/m2n_plan.c gives pairs their channels, the CPU tests replay the protocol with it) and for
+ * kernels/m2n/m2n.cu (which moves the bytes).  docs/m2n.md, "Protocol", tells the story.
  *
  * A pair's stream (its boxes end to end) is cut into slices of `slice` bytes; slice k goes
  * through channel k % C of the pair (C = ncclx_m2n_pair_channels), as that channel's round

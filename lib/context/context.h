@@ -47,8 +47,8 @@ typedef struct {
     ncclxResult_t (*free)(struct ncclxContext *ctx);
 } ncclx_symmetric_ops_t;
 
-extern const ncclx_symmetric_ops_t ncclx_window_ops;   /* lib/context.c */
-extern const ncclx_symmetric_ops_t ncclx_loopback_ops; /* lib/loopback.c */
+extern const ncclx_symmetric_ops_t ncclx_window_ops;   /* lib/context/context.c */
+extern const ncclx_symmetric_ops_t ncclx_loopback_ops; /* lib/context/loopback.c */
 
 /**
  * The collectives that keep the ranks of an init in step: PMIx for ncclxInit (it works before
@@ -89,7 +89,7 @@ struct ncclxContext {
     cudaStream_t stream; /* init/finalize work, non-blocking */
     void **peer_table;   /* device: lsa_size pointers into the symmetric arenas */
     ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
-    struct ncclx_m2n *m2n; /* the M2N engine (lib/m2n.c), NULL without M2N staging */
+    struct ncclx_m2n *m2n; /* the M2N engine (lib/m2n/m2n.c), NULL without M2N staging */
     ncclxContextInfo_t info;
     void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */
     ncclxPlacement_t placement; /* what ncclxInit decided and applied */

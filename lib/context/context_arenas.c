@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * The private arenas of a context: one allocation per class, at init.  The symmetric class is
- * allocated by the context's symmetric-memory ops (lib/context.c, lib/loopback.c).
+ * allocated by the context's symmetric-memory ops (lib/context/context.c, lib/context/loopback.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -222,7 +222,7 @@ ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num
     /* The plans are imported and compared once, before the GPU is touched. */
     NCCLX_CHECK_GOTO(ncclx_loopback_plans(plans, num_ranks, &team, norm), res, out);
     /* The ranks' streams must not share hardware queues, or a waiting rank's kernel can sit in
-     * front of a peer's send (lib/loopback_queues.h). */
+     * front of a peer's send (lib/context/loopback_queues.h). */
     NCCLX_CHECK_GOTO(ncclx_loopback_check_queues(num_ranks, cuda_device), res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaSetDevice(cuda_device), res, out);
     {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Hardware queues for a loopback team (lib/loopback_queues.h says why they matter).
+ * Hardware queues for a loopback team (lib/context/loopback_queues.h says why they matter).
  */
 #include "loopback_queues.h"
 

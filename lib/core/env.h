@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Internal access to NCCLX_* variables.  Each variable is declared once in lib/env.c (name,
+ * Internal access to NCCLX_* variables.  Each variable is declared once in lib/core/env.c (name,
  * default, description, how to parse it); nothing else in the library calls getenv() on an
  * NCCLX_* name.
  */

@@ -36,7 +36,7 @@
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
- * of the v1 layout).  lib/struct.c pins each layout against its line; tests/unit/test_abi.c
+ * of the v1 layout).  lib/core/struct.c pins each layout against its line; tests/unit/test_abi.c
  * walks the table through the entry points that take each struct and checks that every
  * NCCLX_MAGIC_* of include/ has a line.  A new versioned struct gets a line here, and library
  * code names these constants, never sizeof(), as the smallest size it accepts.

@@ -94,7 +94,7 @@ ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *group, ncclxStream_t stream
 /** Logs and clears a CUDA error the application left pending, before call launches. */
 void ncclx_ep_clear_stale_cuda_error(const char *call);
 
-/* ---- HT (lib/ep_ht.c) ---- */
+/* ---- HT (lib/ep/ep_ht.c) ---- */
 
 /** Fills the HT kernels' view of group g from its LL view (ncclx_ep_group_bind calls it for HT
  *  groups, after filling that). */
@@ -104,7 +104,7 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx);
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base,
                              const ncclx_ep_ht_handle_layout_t *l);
 
-/* ---- handles of both algorithms (lib/ep_ll.c) ---- */
+/* ---- handles of both algorithms (lib/ep/ep_ll.c) ---- */
 
 /** Bytes of one handle of g for (layout, topk), and the layout of its pieces (ll for LL
  *  groups, ht for HT groups; the other is left alone). */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * EP HT entry points behind the shared ones of lib/ep_ll.c: the kernels' view of an HT group
+ * EP HT entry points behind the shared ones of lib/ep/ep_ll.c: the kernels' view of an HT group
  * and handle, argument checks of routing, dispatch, combine and the layout query (every
  * mismatch names the call and the field), and the launches.  Nothing here allocates or waits
- * for the GPU; the kernels are kernels/ep_ht_route.cu and kernels/ep_ht_data.cu.
+ * for the GPU; the kernels are kernels/ep_ht/ep_ht_route.cu and kernels/ep_ht/ep_ht_data.cu.
  */
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * Active-mask calls of LL groups (query, update, clean) and the host side of asynchronous
  * errors: which groups may use masks, what an update or clean does to the handles, and the
  * error a group without masking returns once one of its GPU waits has timed out.  The GPU
- * side is kernels/ep_ll_mask.cu; nothing here allocates or waits for the GPU.
+ * side is kernels/ep_ll/ep_ll_mask.cu; nothing here allocates or waits for the GPU.
  */
 #include "ep_mask.h"
 

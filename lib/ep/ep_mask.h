@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * Host-side state of active masks and asynchronous errors (lib/ep_mask.c), split from the
+ * Host-side state of active masks and asynchronous errors (lib/ep/ep_mask.c), split from the
  * public calls so that the CPU unit tests can drive it without a GPU.
  */
 #ifndef NCCLX_LIB_EP_MASK_H_

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * M2N entry points (include/ncclx/m2n.h): descriptor checks, groups, cutting a call or group
- * into launches, and each launch's kernel view.  Planning is lib/m2n_plan.c's (pure host
- * code), moving bytes kernels/m2n.cu's; docs/m2n.md tells the whole story.  Nothing here
+ * into launches, and each launch's kernel view.  Planning is lib/m2n/m2n_plan.c's (pure host
+ * code), moving bytes kernels/m2n/m2n.cu's; docs/m2n.md tells the whole story.  Nothing here
  * allocates: the engine, its group entries and the launch being built live in the plan's
  * regions.
  */
@@ -40,7 +40,7 @@ typedef struct {
 
 struct ncclx_m2n {
     struct ncclxContext *ctx;
-    uint64_t slice;    /* bytes of a round of a channel (kernels/m2n_ring.h) */
+    uint64_t slice;    /* bytes of a round of a channel (kernels/m2n/m2n_ring.h) */
     uint32_t channels; /* of one source's ring */
     int direct;        /* tile to tile: every rank on this GPU and NCCLX_M2N_PATH=AUTO */
     uint32_t ranks, rank;

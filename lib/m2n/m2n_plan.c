@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * M2N transfer planning (lib/m2n_plan.h): canonical sides, replica assignment and the overlap
+ * M2N transfer planning (lib/m2n/m2n_plan.h): canonical sides, replica assignment and the overlap
  * boxes of shard pairs.  Pure host code, no allocation.
  */
 #include "m2n_plan.h"

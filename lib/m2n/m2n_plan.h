@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * M2N transfer planning on the host (include/ncclx/m2n.h; lib/m2n.c runs what it plans).  A
+ * M2N transfer planning on the host (include/ncclx/m2n.h; lib/m2n/m2n.c runs what it plans).  A
  * distributed tensor lives on a mesh of ranks: 1 or 2 mesh axes over a contiguous interval of the
  * context's ranks, row-major; per mesh axis, its placement replicates the tensor or shards one
  * tensor dim evenly.  Moving a tensor from a source layout to a destination layout is planned as
@@ -129,7 +129,7 @@ typedef struct {
     uint32_t peer, send; /* send: this rank is the source */
     uint32_t first_box, num_boxes;
     uint32_t first_block, blocks;
-    uint32_t channels; /* kernels/m2n_ring.h's ncclx_m2n_pair_channels: the same at both ends */
+    uint32_t channels; /* kernels/m2n/m2n_ring.h's ncclx_m2n_pair_channels: the same at both ends */
     uint32_t reserved;
     uint64_t bytes; /* the stream's length */
 } ncclx_m2n_pair_t;
@@ -153,7 +153,7 @@ typedef struct {
 
 /**
  * rank's part of a launch of n tensors (s[e] into d[e]) in a context of world ranks whose ring
- * (kernels/m2n_ring.h) has slices of `slice` bytes and `channels` channels per source, with
+ * (kernels/m2n/m2n_ring.h) has slices of `slice` bytes and `channels` channels per source, with
  * `budget` blocks: every pair gets one block and the rest are shared in proportion to the
  * pairs' bytes (with direct, the direct path's grid: the receiving pairs' bytes only), no pair
  * more blocks than it has channels; with more pairs than the budget, pair k goes to block

@@ -62,7 +62,8 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
 {
     size_t cursor = 0;
     size_t tk = (size_t)d->tokens * d->topk, L = d->local_experts;
-    h->header = ncclx_handle_piece(&cursor, 64); /* kernels/ep_ht.h: ncclx_ep_ht_handle_header_t */
+    h->header =
+        ncclx_handle_piece(&cursor, 64); /* kernels/ep_ht/ep_ht.h: ncclx_ep_ht_handle_header_t */
     h->idx = ncclx_handle_piece(&cursor, tk * 4);
     h->flat_row = ncclx_handle_piece(&cursor, (size_t)d->tokens * d->ranks * 4);
     h->em_row = ncclx_handle_piece(&cursor, tk * 4);
@@ -72,7 +73,7 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
     h->zone_count = ncclx_handle_piece(&cursor, L * 4);
     h->zone_base = ncclx_handle_piece(&cursor, L * 4);
     /* The MXFP8 combine sums each token's rows on a rank before quantizing: the receiver's
-     * links between them (kernels/ep_ht.h, em_next and em_head). */
+     * links between them (kernels/ep_ht/ep_ht.h, em_next and em_head). */
     h->em_next = d->mxfp8_combine ? ncclx_handle_piece(&cursor, (size_t)d->recv_slots * 4) : 0;
     h->em_head = d->mxfp8_combine ? ncclx_handle_piece(&cursor, d->recv_slots) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);

@@ -44,7 +44,7 @@ typedef struct {
 } ncclx_ep_dims_t;
 
 /* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
- * are kernels/ep_ll_wire.h's. */
+ * are kernels/ep_ll/ep_ll_wire.h's. */
 #define NCCLX_EP_LL_BUFFERS         2u   /* LL receive areas are double-buffered */
 #define NCCLX_EP_DEV_STATE_BYTES    256u /* per group: epochs, sequence numbers, error word */
 #define NCCLX_STATUS_BYTES          64u  /* mapped host status block (async error flag, ...) */
@@ -72,11 +72,11 @@ typedef struct {
     size_t ht_counters;      /* device, HT: [R][E] + [R][R] int32 routing counts */
 } ncclx_ep_group_regions_t;
 
-/* M2N control words (docs/plan-sizing.md): kernels/m2n.h describes them. */
+/* M2N control words (docs/plan-sizing.md): kernels/m2n/m2n.h describes them. */
 #define NCCLX_M2N_STATE_BYTES 2048u /* device: ncclx_m2n_state_t */
 
 typedef struct {
-    size_t m2n_staging; /* symmetric: kernels/m2n_ring.h's ring of every source */
+    size_t m2n_staging; /* symmetric: kernels/m2n/m2n_ring.h's ring of every source */
     size_t m2n_signals; /* symmetric */
     size_t m2n_state;   /* device */
     size_t m2n_counts;  /* device */
@@ -170,7 +170,7 @@ ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t 
 /**
  * A 64-bit hash of everything in norm that every rank must hold alike: the team, the plan's
  * shared fields and each group's fields (not host_block / host_block_bytes, local memory).  Two
- * plans differing in exactly one field always hash differently (see lib/plan.c).
+ * plans differing in exactly one field always hash differently (see lib/plan/plan.c).
  */
 uint64_t ncclx_plan_hash(const ncclx_plan_norm_t *norm);
 

@@ -85,14 +85,14 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
     NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals));
     /* Clean's round-one and round-two slots (uint64 per source) and the evicted words (uint32
-     * per rank): never reset by a clean as a whole (see kernels/ep_ll_mask.cu). */
+     * per rank): never reset by a clean as a whole (see kernels/ep_ll/ep_ll_mask.cu). */
     return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "mask words",
                          mask ? (size_t)d->ranks * (2 * sizeof(uint64_t) + sizeof(uint32_t)) : 0, 1,
                          &r->mask_words);
 }
 
 /* HT: the routing map, the step signals, the dispatch rows and their metadata, the combine rows
- * and the backward weight gradients (kernels/ep_ht.h). */
+ * and the backward weight gradients (kernels/ep_ht/ep_ht.h). */
 static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi,
                                                   const ncclx_ep_dims_t *d,
                                                   ncclx_ep_group_regions_t *r)
@@ -137,7 +137,8 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     }
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));
-    /* Only a group with a mask settles who arrived (kernels/ep_ll_common.cuh, wait_source). */
+    /* Only a group with a mask settles who arrived (kernels/ep_ll/ep_ll_common.cuh, wait_source).
+     */
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "arrival decisions",
                               ll && g->enable_mask ? (size_t)2 * d.ranks * sizeof(uint64_t) : 0, 1,
                               &r->decisions));

@@ -22,7 +22,7 @@
 
 typedef enum { KIND_CHOICE, KIND_UINT, KIND_STRING } kind_t;
 
-/* lib/env.c's table, by id: a variable added there must be added here. */
+/* lib/core/env.c's table, by id: a variable added there must be added here. */
 _Static_assert(NCCLX_ENV_NUM_VARS == 8, "a new NCCLX_* variable: give it its kind here");
 static const kind_t kinds[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG] = KIND_CHOICE,         [NCCLX_ENV_DEBUG_FILE] = KIND_STRING,

@@ -4,7 +4,7 @@
  * M2N tensor descriptors and the host planner: ncclxM2nReshard and groups (GroupStart, End,
  * Abort) with descriptors from the fuzzer's bytes, on a context of 1 to 16 ranks built
  * without a GPU (the plan's regions laid out over host memory, the engine bound as init binds
- * it).  Every check of lib/m2n.c and lib/m2n_plan.c runs, and so does the planning of each
+ * it).  Every check of lib/m2n/m2n.c and lib/m2n/m2n_plan.c runs, and so does the planning of each
  * launch; the launch itself, and the CUDA calls around it, are replaced at link time
  * (-Wl,--wrap) so that nothing reaches the CUDA runtime.  The replaced launch checks what the
  * kernel would be given: every box inside this rank's tile and inside the peer's, every box in

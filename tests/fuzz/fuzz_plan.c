@@ -118,7 +118,7 @@ static void check_mutation(fuzz_input_t *in, const ncclx_plan_norm_t *a, ncclx_p
     }
     check_diff(a, b);
     /* One byte changes one field at most: a difference found is one field, and two plans
-     * that differ in exactly one field always hash differently (lib/plan.c). */
+     * that differ in exactly one field always hash differently (lib/plan/plan.c). */
     if (size > 0) {
         ncclx_plan_difference_t d;
         if (ncclx_plan_diff(a, b, &d)) {

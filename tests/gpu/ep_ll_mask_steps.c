@@ -37,7 +37,7 @@ void mask_open_team(ep_team_t *t, uint32_t ranks, uint64_t timeout_ms, uint32_t 
     t->group_plan.enable_mask = enable_mask;
     t->group_plan.timeout_ns = timeout_ms * 1000000ull;
     /* The library's default grid unless TEST_MASK_SM_BUDGET sets the blocks per kernel: a
-     * group with a mask on a loopback team gets one block per SM share (lib/context.c). */
+     * group with a mask on a loopback team gets one block per SM share (lib/context/context.c). */
     t->group_plan.sm_budget = mask_env_uint("TEST_MASK_SM_BUDGET", 0, 0, NCCLX_EP_MAX_SM_BUDGET);
     ep_team_open(t, ranks);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * A loopback team and the GPU's hardware queues (lib/loopback_queues.h), on a real GPU.  Each
- * case runs in a child process of its own, because whether CUDA has started is a property of
+ * A loopback team and the GPU's hardware queues (lib/context/loopback_queues.h), on a real GPU.
+ * Each case runs in a child process of its own, because whether CUDA has started is a property of
  * the process: a program that starts CUDA before ncclxLoopbackInit (PyTorch does) gets CUDA's
  * 8 queues unless it exported CUDA_DEVICE_MAX_CONNECTIONS itself, and a team with more ranks
  * than that must be refused with what to do, not left to time out in its first wait.

@@ -520,7 +520,7 @@ static void test_matrix(void **state)
 }
 
 /* Staging of 16 KiB per rank: one channel of 4 KiB rounds, so a 1.2 MiB tile takes hundreds of
- * them.  Then channels (kernels/m2n_ring.h) that each go round their ring twice: 1 MiB per
+ * them.  Then channels (kernels/m2n/m2n_ring.h) that each go round their ring twice: 1 MiB per
  * source is 8 channels of 32 KiB slices, on 4 ranks a block per channel; 512 KiB is 4
  * channels, on 24 ranks (11 blocks each, 8 pairs) one block works all 4 in turn. */
 static void test_rounds(void **state)

@@ -17,7 +17,7 @@
 #include "unit/abi_fixture.h"
 
 /*
- * The sizes 0.1 shipped (x86-64), written out here independently of lib/struct.h.  #if also
+ * The sizes 0.1 shipped (x86-64), written out here independently of lib/core/struct.h.  #if also
  * proves the constants are plain numbers: a sizeof() there would grow with the struct and
  * refuse every application built against 0.1.
  */

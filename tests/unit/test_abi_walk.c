@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The ABI table walk: every struct of lib/struct.h's NCCLX_STRUCT_ABI_TABLE through the
+ * The ABI table walk: every struct of lib/core/struct.h's NCCLX_STRUCT_ABI_TABLE through the
  * public entry points that take it (v1 size accepted, smaller refused, newer tails, wrong
  * magics), and every public magic present in the table; on the CPU.
  */
@@ -628,8 +628,9 @@ static int abi_scan_header(const char *path)
         }
         found++;
         if (!abi_table_has(magic)) {
-            fail_msg("%s: NCCLX_MAGIC_%s (0x%08x) is not in NCCLX_STRUCT_ABI_TABLE (lib/struct.h)",
-                     path, name, magic);
+            fail_msg(
+                "%s: NCCLX_MAGIC_%s (0x%08x) is not in NCCLX_STRUCT_ABI_TABLE (lib/core/struct.h)",
+                path, name, magic);
         }
     }
     fclose(f);

@@ -6,8 +6,9 @@
  * choice, empty and at garbage; the string variable empty.  And the unit of NCCLX_TIMEOUT_MS:
  * milliseconds in, the nanoseconds the kernels compare against globaltimer out.
  *
- * The bounds and defaults are written here, not read from lib/env.c: a bound moved by one there
- * fails a row.  Every variable the library lists must have a row (test_every_variable_has_a_row).
+ * The bounds and defaults are written here, not read from lib/core/env.c: a bound moved by one
+ * there fails a row.  Every variable the library lists must have a row
+ * (test_every_variable_has_a_row).
  */
 #include <inttypes.h>
 #include <stdio.h>

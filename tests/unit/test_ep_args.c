@@ -3,7 +3,7 @@
  *
  * LL dispatch/combine argument checks on the CPU: a group and handle are built from a plan
  * without a GPU, then each field of valid arguments is broken in turn (one table row per
- * refusal of lib/ep_ll_args.c, and of the LL entry points in lib/ep_ll.c before anything is
+ * refusal of lib/ep/ep_ll_args.c, and of the LL entry points in lib/ep/ep_ll.c before anything is
  * launched); the call must fail with the expected code, name that field and leave its output
  * untouched.  The operation word: every field that ranks must agree on changes it.
  *
@@ -787,7 +787,7 @@ static void test_each_broken_combine_field(void **state)
     assert_true(n >= 30);
 }
 
-/* ---- 5. the LL entry points' own refusals (lib/ep_ll.c), before anything is launched ---- */
+/* ---- 5. the LL entry points' own refusals (lib/ep/ep_ll.c), before anything is launched ---- */
 
 typedef enum { CALL_DISPATCH, CALL_COMBINE, CALL_COMPLETE, CALL_UPDATE } call_t;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The split handle lifecycle on the CPU (lib/ep_handle_mem.c): ncclxEpHandleMemSize against the
+ * The split handle lifecycle on the CPU (lib/ep/ep_handle_mem.c): ncclxEpHandleMemSize against the
  * plan's per-handle bytes and hand-computed layouts, its refusals, ncclxEpHandleInit's refusals
  * (each naming the field, nothing taken from the pool), handles initialized on fake device
  * memory (every descriptor piece inside it), dispatch refused until the first update, and the

@@ -192,7 +192,7 @@ static void test_timeout_without_mask_fails_next_call(void **state)
     assert_ncclx_ok(ncclx_ep_async_check(&f.group, "ncclxEpDispatch"));
 }
 
-/* The combine send progress word of rank r (kernels/ep_ll_wire.h) sits in r's own evicted
+/* The combine send progress word of rank r (kernels/ep_ll/ep_ll_wire.h) sits in r's own evicted
  * words [R], never on r's evicted flag (index r, written by evicting peers), for every team
  * size that can evict (R >= 2); a busy word is never the idle value, whatever the tag. */
 static void test_progress_word_placement(void **state)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The hardware-queue verdict of a loopback team (lib/loopback_queues.h): how a value of
+ * The hardware-queue verdict of a loopback team (lib/context/loopback_queues.h): how a value of
  * CUDA_DEVICE_MAX_CONNECTIONS reads, and which teams are refused with what message.  The GPU
  * side (whether CUDA started before ncclxLoopbackInit) is tests/gpu/test_loopback_queues.c.
  */

@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * M2N launches (groups of reshards): every rank's launch plan (ncclx_m2n_plan_rank) is checked
- * against its peers' and run on the CPU as kernels/m2n.cu runs it, rounds through rings of
+ * against its peers' and run on the CPU as kernels/m2n/m2n.cu runs it, rounds through rings of
  * slices, until every destination byte holds its global value; the per-rank transfer bound is
  * exact; launches past the per-launch arrays are refused, naming the bound.
  */
@@ -157,7 +157,7 @@ static uint32_t pair_of(const ncclx_m2n_rank_plan_t *p, uint32_t peer, uint32_t 
  * tensor order and inside their tiles; the stream ends with its last box; the channels of the
  * ring (slice, channels); the blocks as documented for this budget, never more than a pair's
  * channels; as many boxes as the schedules have edges, no more than the launch bound that
- * lib/m2n.c cuts groups by. */
+ * lib/m2n/m2n.c cuts groups by. */
 static void check_rank_plan(const launch_t *l, const ncclx_m2n_rank_plan_t *p, uint32_t rank,
                             uint32_t budget, uint64_t slice, uint32_t channels, int direct)
 {
@@ -287,7 +287,7 @@ typedef struct {
     uint64_t a0, a1, in_piece, at, n;
 } sim_piece_t;
 
-/* kernels/m2n.cu's walk of stream bytes [s0, s1) of pair pr (rank plan p): every piece of every
+/* kernels/m2n/m2n.cu's walk of stream bytes [s0, s1) of pair pr (rank plan p): every piece of every
  * box it covers, in stream order. */
 static void sim_for_each_piece(const ncclx_m2n_rank_plan_t *p, const ncclx_m2n_pair_t *pr,
                                uint64_t s0, uint64_t s1, void (*fn)(const sim_piece_t *, void *),
@@ -331,7 +331,7 @@ static void sim_count_writes(tiles_t *t, uint32_t rank, uint32_t entry, uint64_t
     }
 }
 
-/* kernels/m2n.cu move_span, one piece: packs into the slot when the pair sends, unpacks from it
+/* kernels/m2n/m2n.cu move_span, one piece: packs into the slot when the pair sends, unpacks from it
  * (counting the writes) when it receives. */
 static void sim_ring_piece(const sim_piece_t *x, void *arg)
 {
@@ -353,7 +353,7 @@ static void sim_ring_piece(const sim_piece_t *x, void *arg)
     }
 }
 
-/* kernels/m2n.cu move_span_direct, one piece: from the source's tile (its side of the box from
+/* kernels/m2n/m2n.cu move_span_direct, one piece: from the source's tile (its side of the box from
  * this end's peer_offset and peer_stride) into this rank's, counting the writes. */
 static void sim_direct_piece(const sim_piece_t *x, void *arg)
 {
@@ -372,7 +372,7 @@ static void sim_direct_piece(const sim_piece_t *x, void *arg)
     sim_count_writes(w->t, w->rank, b->entry, at, x->n);
 }
 
-/* kernels/m2n.cu's exact check of the direct path on the CPU: source plan ps's table as
+/* kernels/m2n/m2n.cu's exact check of the direct path on the CPU: source plan ps's table as
  * publish_direct writes it (its pairs, and its side of every box: m2n_ring.h's records)
  * against receiving pair `in` of rank `rank`'s plan (its view of the source's side), as
  * same_plan compares them before it reads the source's tile.  1: the same boxes. */
@@ -428,7 +428,7 @@ static void sim_move_span(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_pl
 }
 
 /* Rounds [j0, j1) of every channel of pair pr (rank's end), each channel worked by the block
- * that kernels/m2n.cu move_pair gives it (channels part, part + blocks, ...), each round of a
+ * that kernels/m2n/m2n.cu move_pair gives it (channels part, part + blocks, ...), each round of a
  * channel moving its slice through its slot of the ring of source `source` in `staging`. */
 static void sim_move_rounds(const launch_t *l, tiles_t *t, const ncclx_m2n_rank_plan_t *p,
                             uint32_t rank, const ncclx_m2n_pair_t *pr, uint32_t source, uint64_t j0,
@@ -591,7 +591,7 @@ static void test_launch_protocol(void **state)
     assert_true(sim_rounds_max > 2 * NCCLX_M2N_DEPTH); /* rings were reused, several times over */
 }
 
-/* The ring of a plan (kernels/m2n_ring.h): slices of 128-byte multiples in [MIN, MAX], at least
+/* The ring of a plan (kernels/m2n/m2n_ring.h): slices of 128-byte multiples in [MIN, MAX], at least
  * one channel and at most MAX_CHANNELS, never more staging than the plan gives each source;
  * preferred slices before more channels; at the plan's least staging one channel of the
  * smallest slices. */

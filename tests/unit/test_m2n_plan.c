@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The M2N planner (lib/m2n_plan.c) against a brute-force check over hundreds of random valid
+ * The M2N planner (lib/m2n/m2n_plan.c) against a brute-force check over hundreds of random valid
  * shapes, meshes and placements: for every destination rank, the boxes of every source shard
  * are walked byte by byte; each destination byte must be covered exactly once, and the source
  * byte it comes from must have the same global coordinates (both recomputed here from the

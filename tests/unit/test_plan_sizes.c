@@ -4,7 +4,7 @@
  * Plan sizing against hand-computed values (the arithmetic is spelled out next to each
  * number; docs/plan-sizing.md gives the formulas).  HT across load/store domains is not
  * implemented: the public calls refuse it (checked here).  M2N staging is sized with its
- * control words (lib/plan_layout.c ncclx_layout_m2n).
+ * control words (lib/plan/plan_layout.c ncclx_layout_m2n).
  */
 #include <stdlib.h>
 
@@ -318,7 +318,7 @@ static void test_m2n_staging_sizes(void **state)
         m2n = sizes_of(groups, 0, least + 100, &team);
         assert_int_equal(m2n.total[NCCLX_MEM_SYMMETRIC] - none.total[NCCLX_MEM_SYMMETRIC],
                          least + 256 + signals);
-        /* 1 MiB per source: 8 channels of 32 KiB slices (kernels/m2n_ring.h), so vote[2][R],
+        /* 1 MiB per source: 8 channels of 32 KiB slices (kernels/m2n/m2n_ring.h), so vote[2][R],
          * filled[R][8], freed[R][8]: 18 R words; 16 MiB: 128 channels, 258 R words; the
          * device's round counts are sent[R][channels] and received[R][channels]. */
         m2n = sizes_of(groups, 0, (uint64_t)r << 20, &team);
@@ -384,7 +384,7 @@ static void test_quant_fwd_and_fp32_widen_slots(void **state)
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 81408ull + 65536ull + 256ull + 40ull);
 }
 
-/* ---- Expectations from docs/plan-sizing.md alone (not from lib/ep_dims.c) ---- */
+/* ---- Expectations from docs/plan-sizing.md alone (not from lib/plan/ep_dims.c) ---- */
 
 static uint64_t a16(uint64_t v)
 {
