@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * EP LL entry points: groups, handles, dispatch, combine, complete.  Each call validates its
- * arguments against the group and handle (the error names the field), then fills the
- * kernels' descriptors and launches; nothing here allocates or synchronizes with the host.
+ * The EP front end: the public calls on groups and handles, dispatch, combine, complete and the
+ * error word, the one-stream rule, and the checks every algorithm shares.  What differs
+ * between LL and HT is behind their tables of functions (lib/ep/ep_algo.h), chosen by the
+ * group's planned algorithm; this file names neither.  Nothing here allocates or synchronizes
+ * with the host.
  */
 #include <string.h>
 
 #include "context.h"
+#include "ep_algo.h"
 #include "env.h"
 #include "ep_group.h"
 #include "ep_mask.h"
@@ -72,8 +75,8 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
         memset(g->masked_by_update, 0, g->dims.ranks); /* the host arena is not zeroed */
     }
     d->timeout_ns = ncclx_env_timeout_ns(d->timeout_ns); /* NCCLX_TIMEOUT_MS wins */
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        ncclx_ep_ht_group_bind(g, ctx);
+    if (ncclx_ep_algo(g)->bind != NULL) {
+        ncclx_ep_algo(g)->bind(g, ctx);
     }
     g->last_stream = NULL;
     NCCLX_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), res, out);
@@ -189,8 +192,8 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
         return NCCLX_ERROR(ncclxUnsupported,
                            "ncclxEpGroupGet: %s across nodes (%u ranks, %u "
                            "reachable by load/store) needs GIN, not supported yet",
-                           ctx->groups[index]->plan.algorithm == NCCLX_EP_ALGO_HT ? "HT" : "LL",
-                           ctx->norm.team.num_ranks, ctx->norm.team.lsa_size);
+                           ncclx_ep_algo(ctx->groups[index])->name, ctx->norm.team.num_ranks,
+                           ctx->norm.team.lsa_size);
     }
     *group = ctx->groups[index];
     return ncclxSuccess;
@@ -198,10 +201,10 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
 
 /* ---- handles ---- */
 
-/* The layouts of each algorithm, as a config error spells them. */
-static const char *const ncclx_layout_names[2] = {
-    "an LL handle is NCCLX_EP_LAYOUT_EXPERT_MAJOR or NCCLX_EP_LAYOUT_RANK_MAJOR",
-    "an HT handle is NCCLX_EP_LAYOUT_FLAT or NCCLX_EP_LAYOUT_EXPERT_MAJOR"};
+const ncclx_ep_algo_t *ncclx_ep_algo(const ncclx_ep_group_t *g)
+{
+    return g->plan.algorithm == NCCLX_EP_ALGO_HT ? &ncclx_ep_ht_algo : &ncclx_ep_ll_algo;
+}
 
 ncclxResult_t ncclx_ep_handle_take(ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *cfg,
                                    char *caller_memory, ncclx_ep_handle_t **out)
@@ -225,11 +228,10 @@ ncclxResult_t ncclx_ep_handle_take(ncclx_ep_group_t *g, const ncclxEpHandleConfi
 ncclxResult_t ncclx_ep_check_config_named(const ncclx_ep_group_t *g, const ncclxEpHandleConfig_t *c,
                                           const char *prefix)
 {
-    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
-    const uint32_t other = ht ? NCCLX_EP_LAYOUT_FLAT : NCCLX_EP_LAYOUT_RANK_MAJOR;
-    if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != other) {
+    const ncclx_ep_algo_t *algo = ncclx_ep_algo(g);
+    if (c->layout != NCCLX_EP_LAYOUT_EXPERT_MAJOR && c->layout != algo->second_layout) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%slayout=0x%x: %s", prefix, c->layout,
-                           ncclx_layout_names[ht]);
+                           algo->layouts_text);
     }
     if (!(g->plan.layouts & c->layout)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
@@ -256,7 +258,7 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                                  const char *call, ncclxStream_t stream)
 {
     ncclx_ep_group_t *g = h->group;
-    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
+    const ncclx_ep_algo_t *algo = ncclx_ep_algo(g);
     const int64_t shape[2] = {NCCLX_ANY_DIM, h->config.topk};
     char what[96];
     ncclxResult_t res = ncclxSuccess;
@@ -268,12 +270,7 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
                            "max_dispatch_tokens_per_rank=%u",
                            what, (long long)topk_idx->shape[0], g->dims.tokens);
     }
-    if (ht && g->broken) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "%s: EP group %u is unusable: a launch failed in the middle of one of "
-                           "its steps (finalize the context)",
-                           call, g->index);
-    }
+    NCCLX_CHECK(algo->route_ready(g, call));
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, call));
     /* Whatever happens next, the previous routing and its dispatch are gone. */
     h->routed = 0;
@@ -281,14 +278,9 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     h->desc.num_tokens = h->ht.num_tokens = (int)topk_idx->shape[0];
     ncclx_ep_clear_stale_cuda_error(call);
     const int idx64 = topk_idx->dtype == NCCLX_INT64;
-    res = NCCLX_CUDA_STATUS(
-        ht ? ncclx_ep_ht_launch_route(&g->ht, &h->ht, topk_idx->data, idx64, (cudaStream_t)stream)
-           : ncclx_ep_ll_launch_route(&g->desc, &h->desc, topk_idx->data, idx64,
-                                      (cudaStream_t)stream));
+    res = NCCLX_CUDA_STATUS(algo->launch_route(h, topk_idx->data, idx64, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
-        /* HT routing is three collective kernels: a failure after the first leaves the ranks
-         * out of step for good.  (An LL routing is local: the handle just has no routing.) */
-        g->broken = ht ? 1u : g->broken;
+        algo->route_failed(g); /* the handle has no routing; the group as its algorithm says */
         goto out;
     }
     h->routed = 1;
@@ -303,43 +295,13 @@ size_t ncclx_ep_handle_layouts(const ncclx_ep_group_t *g, uint32_t layout, uint3
 {
     ncclx_ep_dims_t d = g->dims;
     d.topk = topk;
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        ncclx_ep_ht_handle_layout(&d, ht);
-        return ht->bytes;
-    }
-    ncclx_ep_ll_handle_layout(&d, layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR, ll);
-    return ll->bytes;
+    return ncclx_ep_algo(g)->handle_layouts(&d, layout, ll, ht);
 }
 
 void ncclx_ep_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
 {
-    const ncclx_ep_group_t *g = h->group;
-    ncclx_ep_ll_handle_layout_t ll = g->handle_layout;
-    ncclx_ep_ht_handle_layout_t ht = g->ht_handle_layout;
-    char *base;
-    if (caller_memory != NULL) { /* laid out for this handle's shape alone */
-        (void)ncclx_ep_handle_layouts(g, h->config.layout, h->config.topk, &ll, &ht);
-        base = caller_memory;
-    } else { /* the group's pool: every handle has the stride of the largest shape */
-        base = g->handle_memory +
-               (size_t)h->index * (g->plan.algorithm == NCCLX_EP_ALGO_HT ? ht.bytes : ll.bytes);
-    }
     h->caller_memory = caller_memory != NULL;
-    if (g->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        ncclx_ep_ht_handle_desc(h, base, &ht);
-        return;
-    }
-    ncclx_ep_ll_handle_desc_t *d = &h->desc;
-    d->idx = (int32_t *)(base + ll.idx);
-    d->route = (int32_t *)(base + ll.route);
-    d->send_count = (int32_t *)(base + ll.send_count);
-    d->recv_count = (int32_t *)(base + ll.recv_count);
-    d->recv_tok = (int32_t *)(base + ll.recv_tok);
-    d->recv_pos =
-        h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + ll.recv_pos) : NULL;
-    d->topk = (int)h->config.topk;
-    d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
-    d->global_ids = (int)h->config.global_expert_ids;
+    ncclx_ep_algo(h->group)->handle_bind(h, caller_memory);
 }
 
 ncclxResult_t ncclxEpHandleCreate(ncclxEpGroup_t g, const ncclxEpHandleConfig_t *config,
@@ -432,95 +394,19 @@ ncclxResult_t ncclxEpGetAsyncError(ncclxEpGroup_t g, uint32_t *error)
 
 ncclxResult_t ncclxEpClearAsyncError(ncclxEpGroup_t g, ncclxStream_t stream)
 {
-    ncclxResult_t res = ncclxSuccess;
     if (g == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpClearAsyncError: group is NULL");
     }
-    const int ht = g->plan.algorithm == NCCLX_EP_ALGO_HT;
-    /* Only the bits seen now: a bit a kernel reports after this read survives the clear.  An
-     * HT group's timeout stays: its ranks' step numbers no longer agree, for good. */
-    const uint32_t seen = *g->status & (ht ? ~NCCLX_EP_ERROR_TIMEOUT : ~0u);
+    /* Only the bits seen now: a bit a kernel reports after this read survives the clear.  Some
+     * bits stay for good (HT: a timeout leaves its ranks' step numbers out of step). */
+    const uint32_t seen = *g->status & ~ncclx_ep_algo(g)->clear_keeps;
     if (seen == 0) {
         return ncclxSuccess;
     }
-    if (ht) {
-        /* HT kernels read the error word once at their start: a clear on another stream
-         * could change it under a running kernel. */
-        NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpClearAsyncError"));
-    }
-    ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
-    if (ht && (seen & NCCLX_EP_ERROR_OVERFLOW)) {
-        /* Every routing up to now overflowed or was skipped (the group was stopped). */
-        g->route_gen++;
-    }
-    if (ht) {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_clear_error(&g->ht, seen, (cudaStream_t)stream),
-                              res, out);
-        res = ncclx_ep_mark_stream(g, stream);
-    } else {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream),
-                              res, out);
-    }
-out:
-    return res;
+    return ncclx_ep_algo(g)->clear(g, seen, stream);
 }
 
 /* ---- dispatch / combine / complete ---- */
-
-/*
- * The receive half of a dispatch or combine whose send was enqueued.  If its launch fails,
- * the operation stays pending (the send already ran: sending again would put two operations
- * on one sequence number) and ncclxEpComplete retries the receive; the receive kernels are
- * safe to run again because only the last one ends the operation.
- */
-static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream,
-                                          const char *call)
-{
-    ncclx_ep_group_t *g = h->group;
-    const int dispatch = h->pending == NCCLX_EP_PENDING_DISPATCH;
-    cudaError_t err;
-    ncclx_ep_clear_stale_cuda_error(call);
-    err = dispatch ? ncclx_ep_ll_launch_dispatch_recv(&g->desc, &h->desc, &h->pending_dispatch,
-                                                      (cudaStream_t)stream)
-                   : ncclx_ep_ll_launch_combine_recv(&g->desc, &h->desc, &h->pending_combine,
-                                                     (cudaStream_t)stream);
-    if (err != cudaSuccess) {
-        g->send_in_flight = h;
-        return NCCLX_ERROR(ncclxCudaError,
-                           "%s: the receive of handle %u's %s failed to launch (%s) after its "
-                           "send ran; the operation stays in flight: call ncclxEpComplete to "
-                           "retry it",
-                           call, h->index, dispatch ? "dispatch" : "combine",
-                           cudaGetErrorString(err));
-    }
-    h->dispatched = dispatch ? 1 : h->dispatched;
-    h->pending = NCCLX_EP_PENDING_NONE;
-    g->send_in_flight = NULL;
-    return ncclx_ep_mark_stream(g, stream);
-}
-
-/* The send half; on success the operation is pending until its receive is enqueued. */
-static ncclxResult_t ncclx_launch_send(ncclx_ep_handle_t *h, ncclx_ep_pending_t what,
-                                       ncclxStream_t stream, const char *call)
-{
-    ncclx_ep_group_t *g = h->group;
-    ncclxResult_t res = ncclxSuccess;
-    ncclx_ep_clear_stale_cuda_error(call);
-    if (what == NCCLX_EP_PENDING_DISPATCH) {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_send(
-                                  &g->desc, &h->desc, &h->pending_dispatch, (cudaStream_t)stream),
-                              res, out);
-    } else {
-        NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_combine_send(
-                                  &g->desc, &h->desc, &h->pending_combine, (cudaStream_t)stream),
-                              res, out);
-    }
-    h->pending = what;
-    g->send_in_flight = h;
-    g->send_stream = stream;
-out:
-    return res;
-}
 
 ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *args,
                               ncclxStream_t stream)
@@ -531,35 +417,7 @@ ncclxResult_t ncclxEpDispatch(ncclxEpHandle_t h, const ncclxEpDispatchArgs_t *ar
     NCCLX_CHECK(ncclx_check_no_send_in_flight(h, "ncclxEpDispatch"));
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_DISPATCH_ARGS,
                                     NCCLX_EP_DISPATCH_ARGS_SIZE_V1, "args"));
-    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        return ncclx_ep_ht_dispatch(h, &a, stream);
-    }
-    if (a.pass != NCCLX_EP_PASS_FORWARD) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpDispatch: args->pass=%u: LL dispatch is forward only "
-                           "(NCCLX_EP_PASS_FORWARD)",
-                           a.pass);
-    }
-    if (!h->routed) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpDispatch: handle %u has no routing (ncclxEpHandleInit gave "
-                           "it none, or its last routing launch failed): call "
-                           "ncclxEpHandleUpdate",
-                           h->index);
-    }
-    /* Checked into a copy: a call the stream rule refuses leaves the handle's descriptor of its
-     * last dispatch (whose operation word a combine derives) as it was. */
-    ncclx_ep_ll_dispatch_desc_t desc;
-    NCCLX_CHECK(ncclx_ep_dispatch_desc(h, &a, &desc));
-    NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpDispatch"));
-    h->pending_dispatch = desc;
-    /* A new dispatch replaces the handle's received routing, whatever happens next. */
-    h->dispatched = 0;
-    NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_DISPATCH, stream, "ncclxEpDispatch"));
-    if (!a.send_only) {
-        return ncclx_launch_pending(h, stream, "ncclxEpDispatch");
-    }
-    return ncclxSuccess;
+    return ncclx_ep_algo(h->group)->dispatch(h, &a, stream);
 }
 
 ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args,
@@ -577,46 +435,11 @@ ncclxResult_t ncclxEpCombine(ncclxEpHandle_t h, const ncclxEpCombineArgs_t *args
     }
     NCCLX_CHECK(ncclx_struct_import(&a, sizeof(a), args, NCCLX_MAGIC_EP_COMBINE_ARGS,
                                     NCCLX_EP_COMBINE_ARGS_SIZE_V1, "args"));
-    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        return ncclx_ep_ht_combine(h, &a, stream);
-    }
-    if (a.pass != NCCLX_EP_PASS_FORWARD || a.out_topk_weights.ndim != 0 ||
-        a.out_topk_weights.data != NULL) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpCombine: args->%s: LL combine is forward only (pass "
-                           "NCCLX_EP_PASS_FORWARD, no out_topk_weights)",
-                           a.pass != NCCLX_EP_PASS_FORWARD ? "pass" : "out_topk_weights");
-    }
-    NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpCombine"));
-    NCCLX_CHECK(ncclx_ep_combine_desc(h, &a, &h->pending_combine));
-    NCCLX_CHECK(ncclx_launch_send(h, NCCLX_EP_PENDING_COMBINE, stream, "ncclxEpCombine"));
-    if (!a.send_only) {
-        return ncclx_launch_pending(h, stream, "ncclxEpCombine");
-    }
-    return ncclxSuccess;
+    return ncclx_ep_algo(h->group)->combine(h, &a, stream);
 }
 
 ncclxResult_t ncclxEpComplete(ncclxEpHandle_t h, ncclxStream_t stream)
 {
     NCCLX_CHECK(ncclx_ep_check_live(h, "ncclxEpComplete"));
-    if (h->group->plan.algorithm == NCCLX_EP_ALGO_HT) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpComplete: EP group %u is HT, whose dispatch and combine are "
-                           "whole (send_only is an LL feature)",
-                           h->group->index);
-    }
-    NCCLX_CHECK(ncclx_ep_async_check(h->group, "ncclxEpComplete"));
-    if (h->pending == NCCLX_EP_PENDING_NONE) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpComplete: handle %u has no send_only "
-                           "dispatch or combine in flight",
-                           h->index);
-    }
-    if (stream != h->group->send_stream) {
-        return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpComplete: stream %p is not the stream %p of handle %u's send: "
-                           "a group runs on one stream",
-                           (void *)stream, (void *)h->group->send_stream, h->index);
-    }
-    return ncclx_launch_pending(h, stream, "ncclxEpComplete");
+    return ncclx_ep_algo(h->group)->complete(h, stream);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "ep_algo.h"
 #include "ep_group.h"
 #include "gpu_check.h"
 #include "ep_mask.h"
@@ -143,10 +144,10 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
     }
     NCCLX_CHECK(ncclx_struct_import(&st, sizeof(st), state, NCCLX_MAGIC_EP_HANDLE_STATE,
                                     NCCLX_EP_HANDLE_STATE_SIZE_V1, "state"));
-    if (g->plan.algorithm != NCCLX_EP_ALGO_HT) {
+    if (!ncclx_ep_algo(g)->imports_handles) {
         return NCCLX_ERROR(ncclxInvalidUsage,
-                           "ncclxEpHandleImport: EP group %u is LL (snapshots are of HT handles)",
-                           g->index);
+                           "ncclxEpHandleImport: EP group %u is %s (snapshots are of HT handles)",
+                           g->index, ncclx_ep_algo(g)->name);
     }
     cfg.layout = layout;
     cfg.topk = st.topk;

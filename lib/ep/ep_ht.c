@@ -10,6 +10,7 @@
 
 #include "context.h"
 #include "env.h"
+#include "ep_algo.h"
 #include "ep_group.h"
 #include "ep_tensor.h"
 #include "error.h"
@@ -655,3 +656,101 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_
 out:
     return res;
 }
+
+/* ---- the HT algorithm behind the EP front end (lib/ep/ep_algo.h) ---- */
+
+static size_t ncclx_ht_handle_layouts(const ncclx_ep_dims_t *d, uint32_t layout,
+                                      ncclx_ep_ll_handle_layout_t *ll,
+                                      ncclx_ep_ht_handle_layout_t *ht)
+{
+    (void)layout; /* one layout of memory for both HT layouts */
+    (void)ll;
+    ncclx_ep_ht_handle_layout(d, ht);
+    return ht->bytes;
+}
+
+static void ncclx_ht_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
+{
+    const ncclx_ep_group_t *g = h->group;
+    ncclx_ep_ht_handle_layout_t ht = g->ht_handle_layout;
+    char *base;
+    if (caller_memory != NULL) { /* laid out for this handle's shape alone */
+        ncclx_ep_dims_t d = g->dims;
+        d.topk = h->config.topk;
+        (void)ncclx_ht_handle_layouts(&d, h->config.layout, NULL, &ht);
+        base = caller_memory;
+    } else { /* the group's pool: every handle has the stride of the largest shape */
+        base = g->handle_memory + (size_t)h->index * ht.bytes;
+    }
+    ncclx_ep_ht_handle_desc(h, base, &ht);
+}
+
+static ncclxResult_t ncclx_ht_route_ready(const ncclx_ep_group_t *g, const char *call)
+{
+    if (g->broken) {
+        return NCCLX_ERROR(ncclxInvalidUsage,
+                           "%s: EP group %u is unusable: a launch failed in the middle of one of "
+                           "its steps (finalize the context)",
+                           call, g->index);
+    }
+    return ncclxSuccess;
+}
+
+static cudaError_t ncclx_ht_launch_route(ncclx_ep_handle_t *h, const void *topk_idx, int idx64,
+                                         cudaStream_t stream)
+{
+    return ncclx_ep_ht_launch_route(&h->group->ht, &h->ht, topk_idx, idx64, stream);
+}
+
+/* HT routing is several collective kernels: a failure after the first leaves the ranks out of
+ * step for good. */
+static void ncclx_ht_route_failed(ncclx_ep_group_t *g)
+{
+    g->broken = 1u;
+}
+
+static ncclxResult_t ncclx_ht_complete(ncclx_ep_handle_t *h, ncclxStream_t stream)
+{
+    (void)stream;
+    return NCCLX_ERROR(ncclxInvalidUsage,
+                       "ncclxEpComplete: EP group %u is HT, whose dispatch and combine are "
+                       "whole (send_only is an LL feature)",
+                       h->group->index);
+}
+
+/* HT kernels read the error word once at their start: a clear on another stream could change
+ * it under a running kernel, so the clear follows the stream rule. */
+static ncclxResult_t ncclx_ht_clear(ncclx_ep_group_t *g, uint32_t seen, ncclxStream_t stream)
+{
+    ncclxResult_t res = ncclxSuccess;
+    NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpClearAsyncError"));
+    ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
+    if (seen & NCCLX_EP_ERROR_OVERFLOW) {
+        /* Every routing up to now overflowed or was skipped (the group was stopped). */
+        g->route_gen++;
+    }
+    NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_clear_error(&g->ht, seen, (cudaStream_t)stream), res,
+                          out);
+    res = ncclx_ep_mark_stream(g, stream);
+out:
+    return res;
+}
+
+const ncclx_ep_algo_t ncclx_ep_ht_algo = {
+    .name = "HT",
+    .second_layout = NCCLX_EP_LAYOUT_FLAT,
+    .layouts_text = "an HT handle is NCCLX_EP_LAYOUT_FLAT or NCCLX_EP_LAYOUT_EXPERT_MAJOR",
+    .clear_keeps = NCCLX_EP_ERROR_TIMEOUT,
+    .has_masks = 0,
+    .imports_handles = 1,
+    .bind = ncclx_ep_ht_group_bind,
+    .handle_layouts = ncclx_ht_handle_layouts,
+    .handle_bind = ncclx_ht_handle_bind,
+    .route_ready = ncclx_ht_route_ready,
+    .launch_route = ncclx_ht_launch_route,
+    .route_failed = ncclx_ht_route_failed,
+    .dispatch = ncclx_ep_ht_dispatch,
+    .combine = ncclx_ep_ht_combine,
+    .complete = ncclx_ht_complete,
+    .clear = ncclx_ht_clear,
+};

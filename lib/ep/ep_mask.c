@@ -6,6 +6,7 @@
  * error a group without masking returns once one of its GPU waits has timed out.  The GPU
  * side is kernels/ep_ll/ep_ll_mask.cu; nothing here allocates or waits for the GPU.
  */
+#include "ep_algo.h"
 #include "ep_mask.h"
 
 #include <string.h>
@@ -20,9 +21,10 @@ ncclxResult_t ncclx_ep_mask_check(const ncclx_ep_group_t *g, const char *call)
     if (g == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "%s: group is NULL", call);
     }
-    if (g->plan.algorithm != NCCLX_EP_ALGO_LL) {
+    if (!ncclx_ep_algo(g)->has_masks) {
         return NCCLX_ERROR(ncclxUnsupported,
-                           "%s: EP group %u is HT; active masks are an LL feature", call, g->index);
+                           "%s: EP group %u is %s; active masks are an LL feature", call, g->index,
+                           ncclx_ep_algo(g)->name);
     }
     if (!g->plan.enable_mask) {
         return NCCLX_ERROR(ncclxInvalidUsage,
