@@ -278,9 +278,11 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     h->desc.num_tokens = h->ht.num_tokens = (int)topk_idx->shape[0];
     ncclx_ep_clear_stale_cuda_error(call);
     const int idx64 = topk_idx->dtype == NCCLX_INT64;
-    res = NCCLX_CUDA_STATUS(algo->launch_route(h, topk_idx->data, idx64, (cudaStream_t)stream));
-    if (res != ncclxSuccess) {
+    const cudaError_t err = algo->launch_route(h, topk_idx->data, idx64, (cudaStream_t)stream);
+    if (err != cudaSuccess) {
         algo->route_failed(g); /* the handle has no routing; the group as its algorithm says */
+        res = NCCLX_ERROR(ncclxCudaError, "%s: the %s routing launch failed: %s (%s)", call,
+                          algo->name, cudaGetErrorName(err), cudaGetErrorString(err));
         goto out;
     }
     h->routed = 1;

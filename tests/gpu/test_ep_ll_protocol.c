@@ -377,7 +377,7 @@ static void test_failed_launches(void **state)
     fail_next_route = 1;
     ncclxTensor_t idx = ep_idx_tensor(&run, 0);
     assert_ncclx_error(ncclxEpHandleUpdate(run.handle[0], &idx, t.stream[0]), ncclxCudaError,
-                       "ncclx_ep_ll_launch_route");
+                       "ncclxEpHandleUpdate: the LL routing launch failed");
     assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxInvalidUsage,
                        "has no routing");
     ep_run_update(&run);
