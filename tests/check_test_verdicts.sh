@@ -5,7 +5,8 @@
 # The verdicts of the test reports, on made-up logs: tests/gpu_verdict.sh (what make check-gpu
 # prints per program) says SKIP for a cmocka program that skipped cases, FAIL for one that ran
 # zero cases or exited nonzero, PASS only for one that ran cases and skipped none; and
-# .ci/summary.sh (CI's count) fails a cmocka program that ran zero cases.
+# .ci/summary.sh (CI's count) fails a cmocka program that ran zero cases; and
+# tests/check_layers.sh refuses includes against the layers.
 set -u
 srcdir=${top_srcdir:-.}
 work=$(mktemp -d)
@@ -76,5 +77,26 @@ fi
 printf 'print-tests:\n\t@echo t/good\n' >"$work/build/Makefile"
 out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL bash "$srcdir/.ci/summary.sh" "$work/build" 2>&1) ||
     { echo "FAIL: .ci/summary.sh failed a directory of passing cases:"; echo "$out"; status=1; }
-[ $status -eq 0 ] && echo "ok: gpu_verdict.sh and .ci/summary.sh verdicts"
+# tests/check_layers.sh over a made-up tree: a core file that includes a plan header fails;
+# listed in the allowed file it passes; listed while gone it fails.
+layers() { # layers ALLOWED_LINE... -> the check's exit status over $work/tree
+    printf '%s\n' "$@" >"$work/tree/tests/layers_allowed.txt"
+    top_srcdir="$work/tree" bash "$srcdir/tests/check_layers.sh" >"$work/layers.log" 2>&1
+}
+mkdir -p "$work/tree/lib/core" "$work/tree/lib/plan" "$work/tree/kernels/common" \
+    "$work/tree/pmix" "$work/tree/tests"
+printf '#include "core.h"\n' >"$work/tree/lib/plan/plan.c"
+printf '/* core */\n' >"$work/tree/lib/core/core.h"
+printf '/* plan */\n' >"$work/tree/lib/plan/plan.h"
+layers "" || { echo "FAIL: check_layers.sh refused plan -> core"; cat "$work/layers.log"; status=1; }
+printf '#include "plan.h"\n' >"$work/tree/lib/core/core.c"
+layers "" && { echo "FAIL: check_layers.sh let core include plan"; status=1; }
+layers "lib/core/core.c -> lib/plan/plan.h" ||
+    { echo "FAIL: check_layers.sh refused a listed exception"; cat "$work/layers.log"; status=1; }
+rm "$work/tree/lib/core/core.c"
+layers "lib/core/core.c -> lib/plan/plan.h" &&
+    { echo "FAIL: check_layers.sh kept a listed exception that is gone"; status=1; }
+printf '#include "plan.h"\n' >"$work/tree/kernels/common/k.cu"
+layers "" && { echo "FAIL: check_layers.sh let kernels include lib"; status=1; }
+[ $status -eq 0 ] && echo "ok: gpu_verdict.sh, .ci/summary.sh and check_layers.sh verdicts"
 exit $status

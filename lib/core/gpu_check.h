@@ -22,6 +22,9 @@ ncclxResult_t ncclx_nccl_status(ncclResult_t err, const char *call, const char *
 #define NCCLX_NCCL_CHECK_GOTO(call, res, label) \
     NCCLX_CHECK_GOTO(NCCLX_NCCL_STATUS(call), res, label)
 
+/** Logs and clears a CUDA error the application left pending, before call launches. */
+void ncclx_clear_stale_cuda_error(const char *call);
+
 /** first if it is an error, else res: cleanup paths report the first failure. */
 static inline ncclxResult_t ncclx_first_error(ncclxResult_t first, ncclxResult_t res)
 {

@@ -95,20 +95,6 @@ ncclxResult_t ncclx_ep_group_unbind(ncclx_ep_group_t *g)
     return res;
 }
 
-/*
- * Before a launch: a CUDA error left by the application (cudaGetLastError is per thread and
- * sticky until read) would otherwise be taken for this launch's failure, leaving the
- * protocol out of step with what really ran.  It is logged and cleared here.
- */
-void ncclx_ep_clear_stale_cuda_error(const char *call)
-{
-    cudaError_t stale = cudaGetLastError();
-    if (stale != cudaSuccess) {
-        NCCLX_WARN("%s: clearing a CUDA error left by an earlier call of the application: %s", call,
-                   cudaGetErrorString(stale));
-    }
-}
-
 /* Whether stream is being captured into a graph (*capturing).  The error names call: a stream
  * CUDA cannot answer for (the legacy stream while another thread captures in global mode) is
  * refused rather than taken for an eager one. */
@@ -276,7 +262,7 @@ static ncclxResult_t ncclx_route(ncclx_ep_handle_t *h, const ncclxTensor_t *topk
     h->routed = 0;
     h->dispatched = 0;
     h->desc.num_tokens = h->ht.num_tokens = (int)topk_idx->shape[0];
-    ncclx_ep_clear_stale_cuda_error(call);
+    ncclx_clear_stale_cuda_error(call);
     const int idx64 = topk_idx->dtype == NCCLX_INT64;
     const cudaError_t err = algo->launch_route(h, topk_idx->data, idx64, (cudaStream_t)stream);
     if (err != cudaSuccess) {

@@ -91,9 +91,6 @@ ncclxResult_t ncclx_ep_check_stream(ncclx_ep_group_t *group, ncclxStream_t strea
 /** Records that the group's latest operation was enqueued on stream. */
 ncclxResult_t ncclx_ep_mark_stream(ncclx_ep_group_t *group, ncclxStream_t stream);
 
-/** Logs and clears a CUDA error the application left pending, before call launches. */
-void ncclx_ep_clear_stale_cuda_error(const char *call);
-
 /* ---- HT (lib/ep/ep_ht.c) ---- */
 
 /** Fills the HT kernels' view of group g from its LL view (ncclx_ep_group_bind calls it for HT

@@ -181,7 +181,7 @@ ncclxResult_t ncclxEpHandleImport(ncclxEpGroup_t g, uint32_t layout,
             (volatile unsigned *)((char *)g->status + NCCLX_IMPORT_VERDICT_OFFSET);
         char *dev = (char *)g->ctx->arenas.mapped_device + g->regions.status;
         *verdict = ~0u; /* a kernel that did not run can never read as a pass */
-        ncclx_ep_clear_stale_cuda_error("ncclxEpHandleImport");
+        ncclx_clear_stale_cuda_error("ncclxEpHandleImport");
         NCCLX_CUDA_CHECK_GOTO(
             ncclx_ep_ht_launch_verify(&g->ht, &h->ht, st.topk_idx_dtype == NCCLX_INT64,
                                       (unsigned *)(dev + NCCLX_IMPORT_VERDICT_OFFSET),

@@ -406,7 +406,7 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
     NCCLX_CHECK(ncclx_ep_ht_dispatch_desc(h, a, &d));
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpDispatch"));
     h->dispatched = 0;
-    ncclx_ep_clear_stale_cuda_error("ncclxEpDispatch");
+    ncclx_clear_stale_cuda_error("ncclxEpDispatch");
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_dispatch(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the push may have run and signalled: the ranks are out of step */
@@ -571,7 +571,7 @@ ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs
                            h->index, g->index);
     }
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpCombine"));
-    ncclx_ep_clear_stale_cuda_error("ncclxEpCombine");
+    ncclx_clear_stale_cuda_error("ncclxEpCombine");
     res = NCCLX_CUDA_STATUS(ncclx_ep_ht_launch_combine(&g->ht, &h->ht, &d, (cudaStream_t)stream));
     if (res != ncclxSuccess) {
         g->broken = 1; /* the stage may have run and signalled */
@@ -649,7 +649,7 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t h, const ncclxEpLayoutInfo_
     l.total = in.recv_total.data;
     l.int64 = dtype == NCCLX_INT64;
     l.offsets_entries = in.expert_offsets.shape[0] > L ? (int)L + 1 : (int)L;
-    ncclx_ep_clear_stale_cuda_error("ncclxEpHandleGetLayout");
+    ncclx_clear_stale_cuda_error("ncclxEpHandleGetLayout");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ht_launch_layout(&g->ht, &h->ht, &l, (cudaStream_t)stream), res,
                           out);
     res = ncclx_ep_mark_stream(g, stream);
@@ -724,7 +724,7 @@ static ncclxResult_t ncclx_ht_clear(ncclx_ep_group_t *g, uint32_t seen, ncclxStr
 {
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpClearAsyncError"));
-    ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
+    ncclx_clear_stale_cuda_error("ncclxEpClearAsyncError");
     if (seen & NCCLX_EP_ERROR_OVERFLOW) {
         /* Every routing up to now overflowed or was skipped (the group was stopped). */
         g->route_gen++;

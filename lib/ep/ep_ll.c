@@ -81,7 +81,7 @@ static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t st
     ncclx_ep_group_t *g = h->group;
     const int dispatch = h->pending == NCCLX_EP_PENDING_DISPATCH;
     cudaError_t err;
-    ncclx_ep_clear_stale_cuda_error(call);
+    ncclx_clear_stale_cuda_error(call);
     err = dispatch ? ncclx_ep_ll_launch_dispatch_recv(&g->desc, &h->desc, &h->pending_dispatch,
                                                       (cudaStream_t)stream)
                    : ncclx_ep_ll_launch_combine_recv(&g->desc, &h->desc, &h->pending_combine,
@@ -107,7 +107,7 @@ static ncclxResult_t ncclx_launch_send(ncclx_ep_handle_t *h, ncclx_ep_pending_t 
 {
     ncclx_ep_group_t *g = h->group;
     ncclxResult_t res = ncclxSuccess;
-    ncclx_ep_clear_stale_cuda_error(call);
+    ncclx_clear_stale_cuda_error(call);
     if (what == NCCLX_EP_PENDING_DISPATCH) {
         NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_dispatch_send(
                                   &g->desc, &h->desc, &h->pending_dispatch, (cudaStream_t)stream),
@@ -195,7 +195,7 @@ static ncclxResult_t ncclx_ll_complete(ncclx_ep_handle_t *h, ncclxStream_t strea
 /* LL kernels read the error word as they go: the clear needs no stream rule. */
 static ncclxResult_t ncclx_ll_clear(ncclx_ep_group_t *g, uint32_t seen, ncclxStream_t stream)
 {
-    ncclx_ep_clear_stale_cuda_error("ncclxEpClearAsyncError");
+    ncclx_clear_stale_cuda_error("ncclxEpClearAsyncError");
     return NCCLX_CUDA_STATUS(ncclx_ep_ll_launch_clear_error(&g->desc, seen, (cudaStream_t)stream));
 }
 

@@ -121,7 +121,7 @@ ncclxResult_t ncclxEpMaskQuery(ncclxEpGroup_t g, const ncclxTensor_t *mask, nccl
     NCCLX_CHECK(ncclx_tensor_check(mask, "ncclxEpMaskQuery: mask", NCCLX_DTYPE_BIT(NCCLX_INT32), 1,
                                    shape, "[num_ranks]"));
     NCCLX_CHECK(ncclx_ep_check_stream(g, stream, "ncclxEpMaskQuery"));
-    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskQuery");
+    ncclx_clear_stale_cuda_error("ncclxEpMaskQuery");
     NCCLX_CUDA_CHECK_GOTO(
         ncclx_ep_ll_launch_mask_query(&g->desc, (int32_t *)mask->data, (cudaStream_t)stream), res,
         out);
@@ -146,7 +146,7 @@ ncclxResult_t ncclxEpMaskUpdate(ncclxEpGroup_t g, const int32_t *mask, uint32_t 
             g->masked_by_update[r] = 1;
         }
     }
-    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskUpdate");
+    ncclx_clear_stale_cuda_error("ncclxEpMaskUpdate");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_update(&g->desc, mask, (cudaStream_t)stream), res,
                           out);
     res = ncclx_ep_mark_stream(g, stream);
@@ -165,7 +165,7 @@ ncclxResult_t ncclxEpMaskClean(ncclxEpGroup_t g, ncclxStream_t stream)
     if (g->masked_by_update != NULL) {
         memset(g->masked_by_update, 0, g->dims.ranks);
     }
-    ncclx_ep_clear_stale_cuda_error("ncclxEpMaskClean");
+    ncclx_clear_stale_cuda_error("ncclxEpMaskClean");
     NCCLX_CUDA_CHECK_GOTO(ncclx_ep_ll_launch_mask_clean(&g->desc, (cudaStream_t)stream), res, out);
     res = ncclx_ep_mark_stream(g, stream);
 out:

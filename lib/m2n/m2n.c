@@ -12,7 +12,6 @@
 
 #include "context.h"
 #include "env.h"
-#include "ep_group.h"
 #include "error.h"
 #include "gpu_check.h"
 #include "m2n.h" /* kernels/: the launch */
@@ -403,7 +402,7 @@ static ncclxResult_t ncclx_m2n_submit(struct ncclx_m2n *m, const ncclx_m2n_entry
     int voted_down = 0;
     uint32_t launch = 0, first = 0;
     int capturing = 0;
-    ncclx_ep_clear_stale_cuda_error(call);
+    ncclx_clear_stale_cuda_error(call);
     /* Every rank checks every descriptor alike: an error here is every rank's, and nothing is
      * enqueued anywhere. */
     for (uint32_t e = 0; e < n; e++) {
@@ -625,7 +624,7 @@ ncclxResult_t ncclxM2nClearAsyncError(ncclxContext_t ctx, ncclxStream_t stream)
     if (seen == 0) {
         return ncclxSuccess;
     }
-    ncclx_ep_clear_stale_cuda_error("ncclxM2nClearAsyncError");
+    ncclx_clear_stale_cuda_error("ncclxM2nClearAsyncError");
     /* In stream order, after the context's last eager M2N call (whatever its stream) and
      * before the next one: the clear is an M2N operation like a call. */
     NCCLX_CHECK(ncclx_m2n_order(m, stream, &capturing));
