@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * The HT (high-throughput) kernels' view of a group, a handle and a call: plain structs of
- * device pointers and sizes, filled by lib/ep/ep_ht.c and passed by value to the launchers.
- * docs/ep-ht.md describes the algorithm and lists every protocol word.
+ * device pointers and sizes, filled by lib/ep/ep_ht.c and lib/ep/ep_ht_args.c and passed by value
+ * to the launchers. docs/ep-ht.md describes the algorithm and lists every protocol word.
  *
  * Symmetric memory of an HT group on every rank (same offsets everywhere):
  *   routing map     [T][W] uint32, W = ceil(E / 32): bit e of row t = this rank's token t

@@ -2,7 +2,8 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * The LL dispatch/combine kernels' view of a group, a handle and a call: plain structs of
- * device pointers and sizes, filled by lib/ep/ep_ll.c and passed by value to the launchers.
+ * device pointers and sizes, filled by lib/ep/ep.c, lib/ep/ep_ll.c and lib/ep/ep_ll_args.c and
+ * passed by value to the launchers.
  *
  * Symmetric memory of a group on every rank (same offsets everywhere):
  *   dispatch receive area [2][R][T] messages of msg_bytes: (parity, source, slot)

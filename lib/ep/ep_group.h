@@ -101,7 +101,7 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx);
 void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base,
                              const ncclx_ep_ht_handle_layout_t *l);
 
-/* ---- handles of both algorithms (lib/ep/ep_ll.c) ---- */
+/* ---- handles of both algorithms (lib/ep/ep.c) ---- */
 
 /** Bytes of one handle of g for (layout, topk), and the layout of its pieces (ll for LL
  *  groups, ht for HT groups; the other is left alone). */

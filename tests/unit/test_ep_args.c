@@ -3,9 +3,9 @@
  *
  * LL dispatch/combine argument checks on the CPU: a group and handle are built from a plan
  * without a GPU, then each field of valid arguments is broken in turn (one table row per
- * refusal of lib/ep/ep_ll_args.c, and of the LL entry points in lib/ep/ep_ll.c before anything is
- * launched); the call must fail with the expected code, name that field and leave its output
- * untouched.  The operation word: every field that ranks must agree on changes it.
+ * refusal of lib/ep/ep_ll_args.c, and of the EP entry points (lib/ep/ep.c, lib/ep/ep_ll.c) before
+ * anything is launched); the call must fail with the expected code, name that field and leave its
+ * output untouched.  The operation word: every field that ranks must agree on changes it.
  *
  * The shapes are chosen so that no two expected sizes coincide (L = 6 local experts, R = 4
  * ranks, T = 8 tokens per rank, a handle of N = 5 tokens, K = 2, R * T = 32): a check that
@@ -787,7 +787,8 @@ static void test_each_broken_combine_field(void **state)
     assert_true(n >= 30);
 }
 
-/* ---- 5. the LL entry points' own refusals (lib/ep/ep_ll.c), before anything is launched ---- */
+/* ---- 5. the entry points' own refusals (lib/ep/ep.c, ep_ll.c), before anything is launched ----
+ */
 
 typedef enum { CALL_DISPATCH, CALL_COMBINE, CALL_COMPLETE, CALL_UPDATE } call_t;
 

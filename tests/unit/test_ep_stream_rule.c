@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The EP stream rule on the CPU (lib/ep/ep_ll.c ncclx_ep_check_stream / ncclx_ep_mark_stream):
+ * The EP stream rule on the CPU (lib/ep/ep.c ncclx_ep_check_stream / ncclx_ep_mark_stream):
  * eager operations on another stream wait until the group's last eager one is known complete;
  * captured ones are neither checked nor remembered.  CUDA's stream and event calls are replaced
  * at link time (-Wl,--wrap) by ones the test drives: which streams are capturing, whether the
