@@ -120,7 +120,8 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
         fi
     done <<EOF_CHECKS
 memcheck test_ep_streams - tests/gpu/test_ep_streams
-memcheck test_m2n-streams-clear TEST_FILTER=test_stream_pattern|test_clear_stream_ordered tests/gpu/test_m2n
+memcheck test_m2n-streams TEST_FILTER=test_stream_pattern tests/gpu/test_m2n
+memcheck test_m2n_faults-clear TEST_FILTER=test_clear_stream_ordered tests/gpu/test_m2n_faults
 memcheck test_ep_ht TEST_FILTER=test_*_teams,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ht-drop-graph TEST_FILTER=test_[dg]*,TEST_HT_REPLAYS=2 tests/gpu/test_ep_ht
 memcheck test_ep_ht-mxfp8 TEST_FILTER=test_mxfp8_combine,TEST_SM_BUDGET=8 tests/gpu/test_ep_ht
