@@ -16,19 +16,14 @@
 extern "C" {
 #endif
 
-/**
- * Loads every libncclx kernel module now, so that no launch after init triggers lazy module
- * loading (which allocates device memory).
- */
-cudaError_t ncclx_kernels_load(void);
-
 /* kernels/common/nccl_dev.cu: NCCL device API glue.  window is an ncclWindow_t. */
 
 /** table[p] = this rank's view of window + offset on LSA peer p, for p < lsa_size. */
 cudaError_t ncclx_launch_resolve_peers(void *window, size_t offset, int lsa_size, void **table,
                                        cudaStream_t stream);
 
-/** Loads the module of kernels/common/nccl_dev.cu (see ncclx_kernels_load). */
+/** Loads the module of kernels/common/nccl_dev.cu at init, so that no launch after init loads it
+ * lazily (which allocates device memory); each room loads its own (lib/plan/rooms.h). */
 cudaError_t ncclx_nccl_kernels_load(void);
 
 #ifdef __cplusplus

@@ -152,7 +152,7 @@ cudaError_t ncclx_ep_ll_launch_mask_clean(const ncclx_ep_ll_group_desc_t *g, cud
 cudaError_t ncclx_ep_ll_launch_clear_error(const ncclx_ep_ll_group_desc_t *g, unsigned bits,
                                            cudaStream_t stream);
 
-/* Load each file's kernels now (see ncclx_kernels_load, which calls them). */
+/* Load each file's kernels now (EP's room calls them at init, lib/ep/ep_groups.c). */
 cudaError_t ncclx_ep_ll_route_load(void);
 cudaError_t ncclx_ep_ll_dispatch_load(void);
 cudaError_t ncclx_ep_ll_combine_load(void);

@@ -91,7 +91,7 @@ cudaError_t ncclx_m2n_launch(const ncclx_m2n_launch_t *l, cudaStream_t stream);
 cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *status,
                                    unsigned int bits, cudaStream_t stream);
 
-/** Loads the module of kernels/m2n/m2n.cu (see ncclx_kernels_load). */
+/** Loads the module of kernels/m2n/m2n.cu (M2N's room calls it at init). */
 cudaError_t ncclx_m2n_kernels_load(void);
 
 #ifdef __cplusplus

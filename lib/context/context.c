@@ -12,7 +12,7 @@
 
 #include "context.h"
 #include "gpu_check.h"
-#include "m2n_engine.h"
+#include "rooms.h"
 #include "struct.h"
 
 /*
@@ -116,43 +116,6 @@ const ncclx_symmetric_ops_t ncclx_window_ops = {
 
 /* ---- the build sequence ---- */
 
-/* Destroys what binding a group created (its event); the groups live in the host arena. */
-static ncclxResult_t ncclx_context_unbind_groups(struct ncclxContext *ctx)
-{
-    ncclxResult_t first = ncclxSuccess;
-    for (uint32_t gi = 0; gi < ctx->norm.num_groups; gi++) {
-        if (ctx->groups[gi] != NULL) {
-            first = ncclx_first_error(first, ncclx_ep_group_unbind(ctx->groups[gi]));
-            ctx->groups[gi] = NULL;
-        }
-    }
-    return first;
-}
-
-static ncclxResult_t ncclx_context_build_groups(struct ncclxContext *ctx)
-{
-    for (uint32_t gi = 0; gi < ctx->norm.num_groups; gi++) {
-        const ncclx_ep_group_regions_t *r = &ctx->regions.groups[gi];
-        ncclx_ep_group_t *g = ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_group);
-        char name[64];
-        memset(g, 0, sizeof(*g));
-        g->plan = ctx->norm.groups[gi];
-        g->regions = *r;
-        g->index = gi;
-        /* Cannot fail: the plan was validated and measured with the same function. */
-        (void)ncclx_ep_dims_compute(&g->plan, &ctx->norm.team, gi, &g->dims);
-        snprintf(name, sizeof(name), "EP group %u handles", gi);
-        ncclx_pool_init(&g->handles, name, "raise num_handles in the group's plan",
-                        ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_handles),
-                        sizeof(ncclx_ep_handle_t), g->plan.num_handles,
-                        ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_HOST, r->host_pool));
-        NCCLX_CHECK(ncclx_ep_group_bind(g, ctx, ctx->rank,
-                                        g->plan.enable_mask ? ctx->blocks_masked : ctx->blocks));
-        ctx->groups[gi] = g;
-    }
-    return ncclxSuccess;
-}
-
 /* Blocks per data-moving kernel when the plan sets no sm_budget: two per SM, shared evenly
  * by the ranks that run on the GPU (a loopback team) so that their kernels co-reside.  Groups
  * with an active mask on a shared GPU get one per SM share: at two the GPU is exactly full
@@ -194,7 +157,10 @@ static ncclxResult_t ncclx_context_prepare_device(struct ncclxContext *ctx)
     }
     ctx->peer_table = ncclx_arena_ptr(a, NCCLX_MEM_DEVICE, ctx->regions.peer_table);
     NCCLX_CHECK_GOTO(ctx->sym->resolve_peers(ctx), res, out);
-    NCCLX_CUDA_CHECK_GOTO(ncclx_kernels_load(), res, out);
+    NCCLX_CUDA_CHECK_GOTO(ncclx_nccl_kernels_load(), res, out);
+    for (const ncclx_room_t *const *room = ncclx_rooms; *room != NULL; room++) {
+        NCCLX_CUDA_CHECK_GOTO((*room)->kernels_load(), res, out);
+    }
     NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
 out:
     return res;
@@ -244,8 +210,10 @@ static ncclxResult_t ncclx_context_measure(struct ncclxContext *ctx, size_t byte
 static ncclxResult_t ncclx_context_prepare(struct ncclxContext *ctx)
 {
     NCCLX_CHECK(ncclx_context_prepare_device(ctx));
-    NCCLX_CHECK(ncclx_context_build_groups(ctx));
-    return ncclx_m2n_bind(ctx);
+    for (const ncclx_room_t *const *room = ncclx_rooms; *room != NULL; room++) {
+        NCCLX_CHECK((*room)->bind(ctx));
+    }
+    return ncclxSuccess;
 }
 
 ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetric_ops_t *sym)
@@ -414,6 +382,20 @@ ncclxResult_t ncclx_init_agree(ncclx_init_coll_t *coll, const char *step, ncclxR
     return res;
 }
 
+/* Every room's unbind, in reverse build order (each is idempotent and takes a partial bind). */
+static ncclxResult_t ncclx_context_unbind_rooms(struct ncclxContext *ctx)
+{
+    ncclxResult_t first = ncclxSuccess;
+    size_t n = 0;
+    while (ncclx_rooms[n] != NULL) {
+        n++;
+    }
+    while (n-- > 0) {
+        first = ncclx_first_error(first, ncclx_rooms[n]->unbind(ctx));
+    }
+    return first;
+}
+
 ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
 {
     ncclxResult_t first = ncclxSuccess;
@@ -422,8 +404,7 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
         first = ncclx_first_error(first, NCCLX_CUDA_STATUS(cudaStreamSynchronize(ctx->stream)));
     }
     if (ctx->sym != NULL) {
-        first = ncclx_first_error(first, ncclx_context_unbind_groups(ctx));
-        first = ncclx_first_error(first, ncclx_m2n_unbind(ctx));
+        first = ncclx_first_error(first, ncclx_context_unbind_rooms(ctx));
         first = ncclx_first_error(first, ctx->sym->free(ctx));
         first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas));
         ctx->sym = NULL;

@@ -13,7 +13,6 @@
 #include <ncclx/placement.h>
 
 #include "env.h"
-#include "ep_group.h"
 #include "kernels.h"
 #include "plan_internal.h"
 
@@ -88,7 +87,7 @@ struct ncclxContext {
     int cuda_device;
     cudaStream_t stream; /* init/finalize work, non-blocking */
     void **peer_table;   /* device: lsa_size pointers into the symmetric arenas */
-    ncclx_ep_group_t *groups[NCCLX_MAX_EP_GROUPS];
+    struct ncclxEpGroup *groups[NCCLX_MAX_EP_GROUPS]; /* bound by EP's room (lib/ep/ep_groups.c) */
     struct ncclx_m2n *m2n; /* the M2N engine (lib/m2n/m2n.c), NULL without M2N staging */
     ncclxContextInfo_t info;
     void *bootstrap;            /* pmix/bootstrap state when ncclxInit made it */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ncclx/ep.h> /* ncclxLoopbackInit is declared with the EP calls */
+
 #include "context.h"
 #include "env.h"
 #include "gpu_check.h"

@@ -15,6 +15,7 @@
 #include "ep_ll.h"
 #include "plan_internal.h"
 #include "pool.h"
+#include "rooms.h"
 
 struct ncclxContext;
 
@@ -72,6 +73,9 @@ struct ncclxEpGroup {
     ncclxStream_t send_stream;
 };
 typedef struct ncclxEpGroup ncclx_ep_group_t;
+
+/** EP's room in the context's build sequence (lib/ep/ep_groups.c). */
+extern const ncclx_room_t ncclx_ep_room;
 
 /** Fills group->desc and friends once the context's arenas exist (context setup), and creates
  *  the group's event; ncclx_ep_group_unbind destroys it. */

@@ -6,13 +6,12 @@
  */
 #include <stdio.h>
 
-#include "ep_group.h"
 #include "ep_ht.h"
 #include "error.h"
-#include "m2n_engine.h"
 #include "m2n_ring.h"
 #include "plan_internal.h"
 #include "pool.h"
+#include "rooms.h"
 
 static const size_t ncclx_class_align[NCCLX_MEM_NUM_CLASSES] = {
     [NCCLX_MEM_SYMMETRIC] = NCCLX_DEVICE_ALIGN,
@@ -127,6 +126,7 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
 {
     ncclx_ep_dims_t d;
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
+    const size_t host_handle_bytes = ncclx_host_object_bytes(NCCLX_HOST_EP_HANDLE);
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = NCCLX_NO_REGION;
@@ -152,9 +152,9 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
                               g->num_handles, &r->handles));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, gi, "group status", NCCLX_STATUS_BYTES,
                               1, &r->status));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "group", sizeof(ncclx_ep_group_t), 1,
-                              &r->host_group));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handles", sizeof(ncclx_ep_handle_t),
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "group",
+                              ncclx_host_object_bytes(NCCLX_HOST_EP_GROUP), 1, &r->host_group));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handles", host_handle_bytes,
                               g->num_handles, &r->host_handles));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, gi, "handle pool bookkeeping",
                               ncclx_pool_bookkeeping_bytes(g->num_handles), 1, &r->host_pool));
@@ -163,8 +163,8 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     if (d.handle_bytes > layout->per_handle[NCCLX_MEM_DEVICE]) {
         layout->per_handle[NCCLX_MEM_DEVICE] = d.handle_bytes;
     }
-    if (sizeof(ncclx_ep_handle_t) > layout->per_handle[NCCLX_MEM_HOST]) {
-        layout->per_handle[NCCLX_MEM_HOST] = sizeof(ncclx_ep_handle_t);
+    if (host_handle_bytes > layout->per_handle[NCCLX_MEM_HOST]) {
+        layout->per_handle[NCCLX_MEM_HOST] = host_handle_bytes;
     }
     return ncclxSuccess;
 }
@@ -193,10 +193,11 @@ static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_n
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "M2N status",
                               on ? NCCLX_STATUS_BYTES : 0, 1, &regions->m2n_status));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N engine",
-                              on ? ncclx_m2n_engine_bytes() : 0, 1, &regions->m2n_engine));
+                              on ? ncclx_host_object_bytes(NCCLX_HOST_M2N_ENGINE) : 0, 1,
+                              &regions->m2n_engine));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N group entries",
-                              ncclx_m2n_entry_bytes(), norm->plan.m2n_max_group_entries,
-                              &regions->m2n_entries));
+                              ncclx_host_object_bytes(NCCLX_HOST_M2N_ENTRY),
+                              norm->plan.m2n_max_group_entries, &regions->m2n_entries));
     return ncclxSuccess;
 }
 

@@ -41,8 +41,8 @@ typedef struct {
     size_t plan_per_handle;                 /* ncclxPlanComputeSizes, device */
 } fixture_t;
 
-/* A group as context setup builds it from a validated plan (ncclx_context_build_groups and
- * ncclx_ep_group_bind), minus everything that needs a GPU: no arenas, no event. */
+/* A group as context setup builds it from a validated plan (EP's room, lib/ep/ep_groups.c,
+ * and ncclx_ep_group_bind), minus everything that needs a GPU: no arenas, no event. */
 static inline void make_fixture(fixture_t *f, ncclxEpAlgorithm_t algorithm, uint32_t layouts)
 {
     ncclxEpGroupPlan_t gp = NCCLX_EP_GROUP_PLAN_INIT;
