@@ -415,6 +415,41 @@ ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayout
 ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
                                 ncclxContext_t contexts[]);
 
+#define NCCLX_MAGIC_LOOPBACK_CONFIG 0x6e786c62u /* 'nxlb' */
+
+/** How ncclxLoopbackInitConfig builds a loopback team. */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t num_ranks;  /**< ranks of the team, as for ncclxLoopbackInit */
+    int32_t cuda_device; /**< the GPU every rank runs on */
+    /**
+     * The emulated shape.  0: none, the team of ncclxLoopbackInit: one load/store domain in
+     * which every rank also reaches the other ranks' own (caller) buffers, so the paths that
+     * exist only on one GPU (HT's and M2N's direct paths) run.  N >= 1, dividing num_ranks:
+     * N nodes of num_ranks / N ranks each (team.num_nodes = N, team.lsa_size = num_ranks / N),
+     * and each rank reaches the others only as a rank of a real team of that shape could: the
+     * ranks of its node through the library's symmetric memory (the device peer table holds
+     * only them), never their caller buffers, so the one-GPU paths are off and the paths of a
+     * real team run.  A plan whose capabilities cannot cross load/store domains yet is refused
+     * on a team of N >= 2 as on a real one (README, "What works today").
+     */
+    uint32_t num_nodes;
+    uint32_t reserved0;
+} ncclxLoopbackConfig_t;
+
+#define NCCLX_LOOPBACK_CONFIG_INIT                                                               \
+    {                                                                                            \
+        NCCLX_STRUCT_HEADER_INIT(ncclxLoopbackConfig_t, NCCLX_MAGIC_LOOPBACK_CONFIG), 1, 0, 0, 0 \
+    }
+
+/**
+ * ncclxLoopbackInit with a config (NULL: refused; NCCLX_LOOPBACK_CONFIG_INIT is one rank on
+ * device 0 without a shape).  ncclxLoopbackInit(plan, n, dev, contexts) is this call with
+ * num_ranks n, cuda_device dev and num_nodes 0.  Everything else is as ncclxLoopbackInit says.
+ */
+ncclxResult_t ncclxLoopbackInitConfig(const ncclxPlan_t *plan, const ncclxLoopbackConfig_t *config,
+                                      ncclxContext_t contexts[]);
+
 /**
  * Reads the group's asynchronous error word (mapped host memory: no GPU synchronization):
  * 0 = none, else an NCCLX_EP_ERROR_* bit set by a kernel (a wait timed out, ...).

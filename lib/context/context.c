@@ -141,7 +141,7 @@ int ncclx_context_direct_path(const struct ncclxContext *ctx, ncclx_env_id_t pat
 {
     int path = 0;
     (void)ncclx_env_choice_quiet(path_var, &path); /* validated at init: 0 AUTO, 1 STAGED */
-    return ctx->loopback != NULL && path == 0;
+    return ctx->all_buffers_reachable && path == 0;
 }
 
 /* Zeroed arenas, the peer table, eager module loading; all on ctx->stream. */

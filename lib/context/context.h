@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <ncclx/ep.h> /* the loopback config */
 #include <ncclx/init.h>
 #include <ncclx/placement.h>
 
@@ -97,6 +98,8 @@ struct ncclxContext {
     int blocks;                      /* default grid size of data-moving kernels */
     int blocks_masked;               /* the same for groups with an active mask */
     struct ncclx_loopback *loopback; /* loopback team: the shared symmetric block */
+    int all_buffers_reachable;       /* an unshaped loopback team: every rank can address every
+                                        rank's caller buffers (the one-GPU direct paths) */
     int loopback_ref;                /* this context holds a reference on it */
     ncclx_init_coll_t *coll;         /* during init: agreement between build steps, or NULL */
 };
@@ -124,9 +127,9 @@ ncclxResult_t ncclx_context_open(struct ncclxContext *ctx);
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
 
 /** Whether a capability with a direct path on one GPU takes it on this context: every rank is
- * on this GPU (a loopback team: one process, so every rank can address every caller buffer and
- * every rank reads the same environment) and `path_var` (NCCLX_M2N_PATH, NCCLX_EP_HT_PATH,
- * validated at init) is AUTO rather than STAGED. */
+ * on this GPU in a loopback team without an emulated shape (one process, so every rank can
+ * address every caller buffer and every rank reads the same environment) and `path_var`
+ * (NCCLX_M2N_PATH, NCCLX_EP_HT_PATH, validated at init) is AUTO rather than STAGED. */
 int ncclx_context_direct_path(const struct ncclxContext *ctx, ncclx_env_id_t path_var);
 
 /**
@@ -148,8 +151,8 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx);
  * ncclxInvalidArgument naming the first differing group and field.  ncclxLoopbackInit passes
  * its one plan for every rank.
  */
-ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num_ranks,
-                                  int cuda_device, ncclxContext_t contexts[]);
+ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[],
+                                  const ncclxLoopbackConfig_t *config, ncclxContext_t contexts[]);
 
 /** The LSA (load/store) team size NCCL found for comm, or ncclxNcclError. */
 ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size);

@@ -17,6 +17,7 @@
 #include "env.h"
 #include "gpu_check.h"
 #include "loopback_queues.h"
+#include "struct.h"
 
 /* More ranks than a GPU's hardware queues are refused by ncclx_loopback_check_queues; this bound
  * only sizes the arrays of the entry points. */
@@ -27,6 +28,7 @@ struct ncclx_loopback {
     void *base;
     size_t slice_bytes;
     uint32_t ranks;
+    uint32_t lsa_size; /* ranks per emulated node: the peer table holds its node's ranks */
     uint32_t refs;
 };
 
@@ -42,7 +44,7 @@ static ncclxResult_t ncclx_loopback_release(struct ncclx_loopback *team)
     return res;
 }
 
-static ncclxResult_t ncclx_loopback_alloc(size_t slice_bytes, uint32_t ranks,
+static ncclxResult_t ncclx_loopback_alloc(size_t slice_bytes, uint32_t ranks, uint32_t lsa_size,
                                           struct ncclx_loopback **out)
 {
     struct ncclx_loopback *team = calloc(1, sizeof(*team));
@@ -52,6 +54,7 @@ static ncclxResult_t ncclx_loopback_alloc(size_t slice_bytes, uint32_t ranks,
     }
     team->slice_bytes = slice_bytes;
     team->ranks = ranks;
+    team->lsa_size = lsa_size;
     team->refs = 1; /* the caller's */
     if (slice_bytes > 0) {
         NCCLX_CUDA_CHECK_GOTO(cudaMalloc(&team->base, slice_bytes * ranks), res, err);
@@ -84,21 +87,25 @@ static ncclxResult_t ncclx_loopback_sym_alloc(struct ncclxContext *ctx, size_t b
     return ncclxSuccess;
 }
 
+/* The rank's load/store peers, as NCCL's LSA team would give them: the ranks of its emulated
+ * node, indexed by their rank in the node.  Ranks of other nodes have no entry, so no kernel can
+ * reach them by load/store (an unshaped team is one node of every rank). */
 static ncclxResult_t ncclx_loopback_resolve_peers(struct ncclxContext *ctx)
 {
     struct ncclx_loopback *team = ctx->loopback;
+    const uint32_t node_base = (uint32_t)ctx->rank / team->lsa_size * team->lsa_size;
     ncclxResult_t res = ncclxSuccess;
-    void **peers = malloc(team->ranks * sizeof(void *));
+    void **peers = malloc(team->lsa_size * sizeof(void *));
     if (peers == NULL) {
         return NCCLX_ERROR(ncclxOutOfMemory, "loopback peer table: out of host memory");
     }
-    for (uint32_t p = 0; p < team->ranks; p++) {
-        peers[p] = ncclx_loopback_slice(team, p);
+    for (uint32_t p = 0; p < team->lsa_size; p++) {
+        peers[p] = ncclx_loopback_slice(team, node_base + p);
     }
     /* On the context's stream, after the zeroing of the arenas that it queued (a plain
      * cudaMemcpy is not ordered with that non-blocking stream: the zeroing could land after the
      * table); waited for, since peers is freed right after. */
-    NCCLX_CUDA_CHECK_GOTO(cudaMemcpyAsync(ctx->peer_table, peers, team->ranks * sizeof(void *),
+    NCCLX_CUDA_CHECK_GOTO(cudaMemcpyAsync(ctx->peer_table, peers, team->lsa_size * sizeof(void *),
                                           cudaMemcpyHostToDevice, ctx->stream),
                           res, out);
     NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
@@ -136,7 +143,7 @@ const ncclx_symmetric_ops_t ncclx_loopback_ops = {
 
 /* One rank: a context like any other, on the team's block. */
 static ncclxResult_t ncclx_loopback_rank(const ncclx_plan_norm_t *norm, uint32_t rank,
-                                         int cuda_device, struct ncclx_loopback *team,
+                                         int cuda_device, int shaped, struct ncclx_loopback *team,
                                          ncclxContext_t *out)
 {
     ncclxResult_t res = ncclxSuccess;
@@ -149,6 +156,8 @@ static ncclxResult_t ncclx_loopback_rank(const ncclx_plan_norm_t *norm, uint32_t
     ctx->rank = (int)rank;
     ctx->cuda_device = cuda_device;
     ctx->loopback = team;
+    /* Only without a shape may a rank use another rank's caller buffers (the one-GPU paths). */
+    ctx->all_buffers_reachable = !shaped;
     NCCLX_CHECK_GOTO(ncclx_context_default_blocks(ctx, (int)team->ranks), res, err_free);
     NCCLX_CHECK_GOTO(ncclx_context_open(ctx), res, err_teardown);
     NCCLX_CHECK_GOTO(ncclx_context_build(ctx, &ncclx_loopback_ops), res, err_teardown);
@@ -191,24 +200,46 @@ static ncclxResult_t ncclx_loopback_plans(const ncclxPlan_t *const plans[], uint
     return res;
 }
 
-ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num_ranks,
-                                  int cuda_device, ncclxContext_t contexts[])
+/* The config's fields, checked before anything else is touched. */
+static ncclxResult_t ncclx_loopback_check_config(const ncclxLoopbackConfig_t *c)
+{
+    if (c->num_ranks < 1 || c->num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxLoopbackInit: num_ranks=%u is outside [1, %u]", c->num_ranks,
+                           NCCLX_LOOPBACK_MAX_RANKS);
+    }
+    if (c->num_nodes != 0 && c->num_ranks % c->num_nodes != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxLoopbackInit: config->num_nodes=%u must be 0 (no shape) or "
+                           "divide config->num_ranks=%u",
+                           c->num_nodes, c->num_ranks);
+    }
+    if (c->reserved0 != 0) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxLoopbackInit: config->reserved0=%u must be 0", c->reserved0);
+    }
+    return ncclxSuccess;
+}
+
+ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[],
+                                  const ncclxLoopbackConfig_t *config, ncclxContext_t contexts[])
 {
     ncclxTeam_t team = NCCLX_TEAM_INIT;
     ncclx_plan_norm_t *norm = NULL;
     struct ncclx_loopback *shared = NULL;
     ncclxContext_t made[NCCLX_LOOPBACK_MAX_RANKS];
-    uint32_t done = 0;
+    uint32_t done = 0, num_ranks = 0;
+    int cuda_device = 0;
     ncclxResult_t res = ncclxSuccess;
-    if (plans == NULL || contexts == NULL) {
+    if (plans == NULL || contexts == NULL || config == NULL) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: %s is NULL",
-                           plans == NULL ? "plan" : "contexts");
+                           plans == NULL      ? "plan"
+                           : contexts == NULL ? "contexts"
+                                              : "config");
     }
-    if (num_ranks < 1 || num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxLoopbackInit: num_ranks=%u is outside [1, %u]", num_ranks,
-                           NCCLX_LOOPBACK_MAX_RANKS);
-    }
+    NCCLX_CHECK(ncclx_loopback_check_config(config));
+    num_ranks = config->num_ranks;
+    cuda_device = config->cuda_device;
     for (uint32_t r = 0; r < num_ranks; r++) {
         if (plans[r] == NULL) {
             return NCCLX_ERROR(ncclxInvalidArgument, "ncclxLoopbackInit: rank %u's plan is NULL",
@@ -216,7 +247,9 @@ ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num
         }
     }
     NCCLX_CHECK(ncclxEnvValidate());
-    team.num_ranks = team.lsa_size = num_ranks;
+    team.num_ranks = num_ranks;
+    team.num_nodes = config->num_nodes != 0 ? config->num_nodes : 1;
+    team.lsa_size = num_ranks / team.num_nodes;
     norm = malloc(sizeof(*norm));
     if (norm == NULL) {
         return NCCLX_ERROR(ncclxOutOfMemory, "ncclxLoopbackInit: out of host memory");
@@ -243,15 +276,18 @@ ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[], uint32_t num
         /* Slices start on 4 KiB so every rank's regions keep their alignment. */
         NCCLX_CHECK_GOTO(
             ncclx_loopback_alloc(ncclx_align_up(layout.arena[NCCLX_MEM_SYMMETRIC].used, 4096),
-                                 num_ranks, &shared),
+                                 num_ranks, team.lsa_size, &shared),
             res, out);
     }
     for (done = 0; done < num_ranks; done++) {
-        NCCLX_CHECK_GOTO(ncclx_loopback_rank(norm, done, cuda_device, shared, &made[done]), res,
-                         err_finalize);
+        NCCLX_CHECK_GOTO(ncclx_loopback_rank(norm, done, cuda_device, config->num_nodes != 0,
+                                             shared, &made[done]),
+                         res, err_finalize);
     }
     memcpy(contexts, made, num_ranks * sizeof(made[0]));
-    NCCLX_INFO("loopback team of %u ranks on CUDA device %d", num_ranks, cuda_device);
+    NCCLX_INFO("loopback team of %u ranks on CUDA device %d (%s%u nodes of %u)", num_ranks,
+               cuda_device, config->num_nodes != 0 ? "shaped: " : "no shape, ", team.num_nodes,
+               team.lsa_size);
     (void)ncclx_loopback_release(shared);
     goto out;
 err_finalize:
@@ -264,15 +300,35 @@ out:
     return res;
 }
 
+/* The plan for every rank. */
+static ncclxResult_t ncclx_loopback_same_plan(const ncclxPlan_t *plan,
+                                              const ncclxLoopbackConfig_t *config,
+                                              ncclxContext_t contexts[])
+{
+    const ncclxPlan_t *plans[NCCLX_LOOPBACK_MAX_RANKS];
+    if (plan == NULL || config->num_ranks < 1 || config->num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
+        return ncclx_loopback_init(plan == NULL ? NULL : &plan, config, contexts);
+    }
+    for (uint32_t r = 0; r < config->num_ranks; r++) {
+        plans[r] = plan;
+    }
+    return ncclx_loopback_init(plans, config, contexts);
+}
+
 ncclxResult_t ncclxLoopbackInit(const ncclxPlan_t *plan, uint32_t num_ranks, int cuda_device,
                                 ncclxContext_t contexts[])
 {
-    const ncclxPlan_t *plans[NCCLX_LOOPBACK_MAX_RANKS];
-    if (plan == NULL || num_ranks < 1 || num_ranks > NCCLX_LOOPBACK_MAX_RANKS) {
-        return ncclx_loopback_init(plan == NULL ? NULL : &plan, num_ranks, cuda_device, contexts);
-    }
-    for (uint32_t r = 0; r < num_ranks; r++) {
-        plans[r] = plan;
-    }
-    return ncclx_loopback_init(plans, num_ranks, cuda_device, contexts);
+    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+    config.num_ranks = num_ranks;
+    config.cuda_device = cuda_device;
+    return ncclx_loopback_same_plan(plan, &config, contexts);
+}
+
+ncclxResult_t ncclxLoopbackInitConfig(const ncclxPlan_t *plan, const ncclxLoopbackConfig_t *config,
+                                      ncclxContext_t contexts[])
+{
+    ncclxLoopbackConfig_t c = NCCLX_LOOPBACK_CONFIG_INIT;
+    NCCLX_CHECK(ncclx_struct_import(&c, sizeof(c), config, NCCLX_MAGIC_LOOPBACK_CONFIG,
+                                    NCCLX_LOOPBACK_CONFIG_SIZE_V1, "config"));
+    return ncclx_loopback_same_plan(plan, &c, contexts);
 }

@@ -276,6 +276,20 @@ static ncclxResult_t call_init_with_comm(void *s)
     return ncclxInitWithComm(&abi.plan.plan, (struct ncclComm *)(void *)&not_a_comm, s, &ctx);
 }
 
+/* num_nodes=3 on 4 ranks is refused right after the import, before the GPU is touched. */
+static void make_loopback_config(void *s)
+{
+    ncclxLoopbackConfig_t c = NCCLX_LOOPBACK_CONFIG_INIT;
+    c.num_ranks = 4;
+    c.num_nodes = 3;
+    *(ncclxLoopbackConfig_t *)s = c;
+}
+static ncclxResult_t call_loopback_init_config(void *s)
+{
+    ncclxContext_t ctx[4] = {NULL, NULL, NULL, NULL};
+    return ncclxLoopbackInitConfig(&abi.plan.plan, s, ctx);
+}
+
 static void make_context_info(void *s)
 {
     *(ncclxContextInfo_t *)s = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
@@ -435,6 +449,9 @@ static const abi_probe_t abi_probes[] = {
      call_print_placement, ncclxSuccess, NULL, NULL, 0},
     {NCCLX_MAGIC_INIT_CONFIG, "ncclxInitWithComm", "config", make_init_config,
      call_init_with_comm, ncclxInvalidArgument, "config->bind=2: must be 0 or 1", NULL, 1},
+    {NCCLX_MAGIC_LOOPBACK_CONFIG, "ncclxLoopbackInitConfig", "config", make_loopback_config,
+     call_loopback_init_config, ncclxInvalidArgument,
+     "config->num_nodes=3 must be 0 (no shape) or divide config->num_ranks=4", NULL, 0},
     {NCCLX_MAGIC_CONTEXT_INFO, "ncclxContextGetInfo", "info", make_context_info,
      call_context_info, ncclxSuccess, NULL, expected_context_info, 0},
     {NCCLX_MAGIC_EP_HANDLE_CONFIG, "ncclxEpHandleCreate", "config", make_handle_config,

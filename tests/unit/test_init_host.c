@@ -265,22 +265,24 @@ static void test_loopback_plans_differ(void **state)
     const ncclxEpGroupPlan_t *odd_groups[1] = {&odd_group};
     const ncclxPlan_t *plans[4] = {&plan, &plan, &odd_plan, &plan};
     ncclxContext_t ctx[4] = {NULL, NULL, NULL, NULL};
+    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
     (void)state;
+    config.num_ranks = 4;
     group.num_experts = 32;
     odd_group = group;
     odd_group.hidden = 4096;
     odd_plan = plan;
     odd_plan.ep_groups = odd_groups;
-    assert_ncclx_error(ncclx_loopback_init(plans, 4, 0, ctx), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_loopback_init(plans, &config, ctx), ncclxInvalidArgument,
                        "plan.ep_groups[0]->hidden is 4096 on loopback rank 2 but 256 on rank 0");
     assert_null(ctx[0]);
     /* A copy of the same plan is the same plan. */
     odd_group.hidden = group.hidden;
     odd_group.timeout_ns = 5;
-    assert_ncclx_error(ncclx_loopback_init(plans, 4, 0, ctx), ncclxInvalidArgument,
+    assert_ncclx_error(ncclx_loopback_init(plans, &config, ctx), ncclxInvalidArgument,
                        "plan.ep_groups[0]->timeout_ns is 5 on loopback rank 2");
     odd_group.timeout_ns = group.timeout_ns;
-    if (ncclx_loopback_init(plans, 4, 0, ctx) == ncclxSuccess) {
+    if (ncclx_loopback_init(plans, &config, ctx) == ncclxSuccess) {
         for (int r = 0; r < 4; r++) {
             assert_ncclx_ok(ncclxFinalize(ctx[r]));
         }
@@ -288,6 +290,31 @@ static void test_loopback_plans_differ(void **state)
         /* Without a GPU: past the comparison, into CUDA. */
         assert_int_equal(strstr(ncclxGetLastError(), "on loopback rank"), NULL);
     }
+}
+
+/* A loopback config's fields are refused by name before the GPU is touched. */
+static void test_loopback_config_checked(void **state)
+{
+    ncclxPlan_t plan = small_plan();
+    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+    ncclxContext_t ctx[8] = {NULL};
+    (void)state;
+    group.num_experts = 32;
+    assert_ncclx_error(ncclxLoopbackInitConfig(&plan, NULL, ctx), ncclxInvalidArgument,
+                       "config is NULL");
+    config.num_ranks = 6;
+    config.num_nodes = 4;
+    assert_ncclx_error(ncclxLoopbackInitConfig(&plan, &config, ctx), ncclxInvalidArgument,
+                       "config->num_nodes=4 must be 0 (no shape) or divide config->num_ranks=6");
+    config.num_nodes = 2;
+    config.reserved0 = 1;
+    assert_ncclx_error(ncclxLoopbackInitConfig(&plan, &config, ctx), ncclxInvalidArgument,
+                       "config->reserved0=1 must be 0");
+    config.reserved0 = 0;
+    config.num_ranks = 0;
+    assert_ncclx_error(ncclxLoopbackInitConfig(&plan, &config, ctx), ncclxInvalidArgument,
+                       "num_ranks=0 is outside [1, 1024]");
+    assert_null(ctx[0]);
 }
 
 /* The memory policy mode of the calling thread (MPOL_*), or -1. */
@@ -376,6 +403,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_instance_not_drawn_by_init_with_comm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loopback_plans_differ, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loopback_config_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_init_restores_placement, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
