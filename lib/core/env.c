@@ -60,6 +60,16 @@ static const ncclx_env_decl_t ncclx_env_table[NCCLX_ENV_NUM_VARS] = {
                               "every rank is on this GPU, else through the group's rows) or "
                               "STAGED (always through the group's rows)",
                               NCCLX_ENV_KIND_CHOICE, ncclx_path_choices, 0, 0},
+    [NCCLX_ENV_NET_EMU_CHAOS] = {"NCCLX_NET_EMU_CHAOS", "0",
+                                 "emulated network of a shaped loopback team: 1 holds every put "
+                                 "without a signal back until a signal or flush and applies the "
+                                 "held puts in reverse order (code that relies on more than GIN "
+                                 "promises then fails on one GPU)",
+                                 NCCLX_ENV_KIND_UINT, NULL, 0, 1},
+    [NCCLX_ENV_NET_EMU_DELAY_NS] = {"NCCLX_NET_EMU_DELAY_NS", "0",
+                                    "emulated network of a shaped loopback team: nanoseconds "
+                                    "each signal takes to become visible (a network's latency)",
+                                    NCCLX_ENV_KIND_UINT, NULL, 0, 1000000000},
 };
 
 const char *ncclx_env_raw(ncclx_env_id_t id)

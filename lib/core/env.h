@@ -21,6 +21,8 @@ typedef enum {
     NCCLX_ENV_TIMEOUT_MS,
     NCCLX_ENV_M2N_PATH,
     NCCLX_ENV_EP_HT_PATH,
+    NCCLX_ENV_NET_EMU_CHAOS,
+    NCCLX_ENV_NET_EMU_DELAY_NS,
     NCCLX_ENV_NUM_VARS
 } ncclx_env_id_t;
 

@@ -45,10 +45,15 @@ typedef struct {
 
 /* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
  * are kernels/ep_ll/ep_ll_wire.h's. */
-#define NCCLX_EP_LL_BUFFERS         2u   /* LL receive areas are double-buffered */
-#define NCCLX_EP_DEV_STATE_BYTES    256u /* per group: epochs, sequence numbers, error word */
-#define NCCLX_STATUS_BYTES          64u  /* mapped host status block (async error flag, ...) */
-#define NCCLX_CONTEXT_SCRATCH_BYTES 256u /* device scratch of the context (init barrier) */
+#define NCCLX_EP_LL_BUFFERS         2u    /* LL receive areas are double-buffered */
+#define NCCLX_EP_DEV_STATE_BYTES    256u  /* per group: epochs, sequence numbers, error word */
+#define NCCLX_STATUS_BYTES          64u   /* mapped host status block (async error flag, ...) */
+#define NCCLX_CONTEXT_SCRATCH_BYTES 256u  /* device scratch of the context (init barrier) */
+#define NCCLX_NET_DEV_COMM_BYTES    4096u /* device: room for NCCL's ncclDevComm (GIN) */
+#define NCCLX_NET_STATS_BYTES       64u   /* device: ncclx_net_stats_t */
+
+/** Whether the team spans several load/store domains (its groups need the network). */
+#define NCCLX_TEAM_MULTI_DOMAIN(team) ((team)->lsa_size < (team)->num_ranks)
 
 /** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
 #define NCCLX_NO_REGION SIZE_MAX
@@ -70,6 +75,11 @@ typedef struct {
     size_t ht_dispatch_meta; /* symmetric, HT: [S][K] {expert, weight} of the dispatch rows */
     size_t ht_combine_meta;  /* symmetric, HT: [S][K] float backward weight gradients */
     size_t ht_counters;      /* device, HT: [R][E] + [R][R] int32 routing counts */
+    /* Across load/store domains (docs/multi-node.md): what this rank puts to ranks of other
+     * domains is staged here (the network moves bytes between symmetric arenas only). */
+    size_t net_dispatch_out;  /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
+    size_t net_combine_out;   /* symmetric, LL: [R - lsa][T][combine_slots] rows */
+    uint32_t net_signal_base; /* LL: first of its 4R network signals ((parity, dir) x source) */
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n/m2n.h describes them. */
@@ -86,6 +96,14 @@ typedef struct {
     size_t peer_table;  /* device: lsa_size base pointers */
     size_t scratch;     /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
     size_t status;      /* mapped host: context status */
+    /* The network transport (kernels/common/net.h), on a team of several load/store domains. */
+    size_t net_signals;       /* symmetric: the emulator's [contexts][net_num_signals] uint64 */
+    size_t net_held;          /* device: the emulator's held puts [contexts][R][held] */
+    size_t net_held_next;     /* device: [contexts][R] uint32 */
+    size_t net_stats;         /* device: what crossed the network from this rank */
+    size_t net_world;         /* device: [R] every rank's arena (the emulator's only view) */
+    size_t net_dev_comm;      /* device: NCCL's device communicator (GIN) */
+    uint32_t net_num_signals; /* network signals of every group, per context */
     ncclx_ep_group_regions_t groups[NCCLX_MAX_EP_GROUPS];
 } ncclx_plan_regions_t;
 

@@ -9,6 +9,7 @@
 #include "ep_ht.h"
 #include "error.h"
 #include "m2n_ring.h"
+#include "net.h"
 #include "plan_internal.h"
 #include "pool.h"
 #include "rooms.h"
@@ -120,9 +121,33 @@ static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi
                          &r->ht_combine_meta);
 }
 
+/* LL on a team of several load/store domains: the staging of what goes to other domains, and
+ * the group's network signals.  Empty on one domain. */
+static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const ncclxTeam_t *team,
+                                         const ncclx_ep_dims_t *d, uint32_t *num_signals,
+                                         ncclx_ep_group_regions_t *r)
+{
+    const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
+    const size_t remote = on ? (size_t)team->num_ranks - team->lsa_size : 0;
+    size_t bytes;
+    NCCLX_CHECK(ncclx_product(remote, d->tokens, d->dispatch_msg_bytes, "dispatch network staging",
+                              gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch network staging", bytes, 1,
+                              &r->net_dispatch_out));
+    NCCLX_CHECK(ncclx_product(remote * d->tokens, d->combine_slots, d->combine_slot_bytes,
+                              "combine network staging", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging", bytes, 1,
+                              &r->net_combine_out));
+    r->net_signal_base = *num_signals;
+    if (on) {
+        *num_signals += 4u * d->ranks; /* (parity, direction) x source */
+    }
+    return ncclxSuccess;
+}
+
 static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
                                            const ncclxEpGroupPlan_t *g, const ncclxTeam_t *team,
-                                           ncclx_ep_group_regions_t *r)
+                                           uint32_t *net_signals, ncclx_ep_group_regions_t *r)
 {
     ncclx_ep_dims_t d;
     int ll = g->algorithm == NCCLX_EP_ALGO_LL;
@@ -130,8 +155,11 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = NCCLX_NO_REGION;
+    r->net_dispatch_out = r->net_combine_out = NCCLX_NO_REGION;
+    r->net_signal_base = *net_signals;
     if (ll) {
         NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask, &d, r));
+        NCCLX_CHECK(ncclx_layout_ep_net(layout, gi, team, &d, net_signals, r));
     } else {
         NCCLX_CHECK(ncclx_layout_ep_ht_symmetric(layout, gi, &d, r));
     }
@@ -201,6 +229,30 @@ static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_n
     return ncclxSuccess;
 }
 
+/* The network transport's own regions (kernels/common/net.h), after every group has counted
+ * its signals; all empty on one load/store domain. */
+static ncclxResult_t ncclx_layout_net(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
+                                      ncclx_plan_regions_t *regions)
+{
+    const int on = NCCLX_TEAM_MULTI_DOMAIN(&norm->team);
+    const uint32_t ranks = on ? norm->team.num_ranks : 0;
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "network signals",
+                              sizeof(uint64_t) * NCCLX_NET_CONTEXTS,
+                              on ? regions->net_num_signals : 0, &regions->net_signals));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "network held puts",
+                              sizeof(ncclx_net_held_t) * NCCLX_NET_CONTEXTS * NCCLX_NET_HELD_PUTS,
+                              ranks, &regions->net_held));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "network held put cursors",
+                              sizeof(uint32_t) * NCCLX_NET_CONTEXTS, ranks,
+                              &regions->net_held_next));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "network counters",
+                              on ? NCCLX_NET_STATS_BYTES : 0, 1, &regions->net_stats));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "network arena table", sizeof(void *),
+                              ranks, &regions->net_world));
+    return ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "network device communicator",
+                         on ? NCCLX_NET_DEV_COMM_BYTES : 0, 1, &regions->net_dev_comm);
+}
+
 ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
                                 ncclx_plan_regions_t *regions)
 {
@@ -211,9 +263,10 @@ ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t 
                               NCCLX_CONTEXT_SCRATCH_BYTES, 1, &regions->scratch));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "context status",
                               NCCLX_STATUS_BYTES, 1, &regions->status));
+    regions->net_num_signals = 0;
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
         NCCLX_CHECK(ncclx_layout_ep_group(layout, (int)gi, &norm->groups[gi], &norm->team,
-                                          &regions->groups[gi]));
+                                          &regions->net_num_signals, &regions->groups[gi]));
     }
-    return ncclxSuccess;
+    return ncclx_layout_net(layout, norm, regions);
 }

@@ -23,12 +23,13 @@
 typedef enum { KIND_CHOICE, KIND_UINT, KIND_STRING } kind_t;
 
 /* lib/core/env.c's table, by id: a variable added there must be added here. */
-_Static_assert(NCCLX_ENV_NUM_VARS == 8, "a new NCCLX_* variable: give it its kind here");
+_Static_assert(NCCLX_ENV_NUM_VARS == 10, "a new NCCLX_* variable: give it its kind here");
 static const kind_t kinds[NCCLX_ENV_NUM_VARS] = {
     [NCCLX_ENV_DEBUG] = KIND_CHOICE,         [NCCLX_ENV_DEBUG_FILE] = KIND_STRING,
     [NCCLX_ENV_BIND] = KIND_CHOICE,          [NCCLX_ENV_CUDA_DEVICE] = KIND_UINT,
     [NCCLX_ENV_FENCE_TIMEOUT_S] = KIND_UINT, [NCCLX_ENV_TIMEOUT_MS] = KIND_UINT,
     [NCCLX_ENV_M2N_PATH] = KIND_CHOICE,      [NCCLX_ENV_EP_HT_PATH] = KIND_CHOICE,
+    [NCCLX_ENV_NET_EMU_CHAOS] = KIND_UINT,   [NCCLX_ENV_NET_EMU_DELAY_NS] = KIND_UINT,
 };
 
 /* The launchers' variables pmix/bootstrap.c reads, and a misspelt NCCLX_ name. */
