@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * What needs NCCL's device API (C++): the LSA peer-pointer table of a symmetric window.
+ * What needs NCCL's device API (C++): the LSA peer-pointer table of a symmetric window, and the
+ * device communicator with GIN that the network transport runs on (kernels/common/net.h).
  */
+#include <new>
+
 #include <nccl.h>
 #include <nccl_device.h>
 
 #include "kernels.h"
+#include "net.h"
 
 namespace
 {
@@ -35,4 +39,51 @@ extern "C" cudaError_t ncclx_nccl_kernels_load(void)
 {
     cudaFuncAttributes attributes;
     return cudaFuncGetAttributes(&attributes, ncclxResolvePeersKernel);
+}
+
+extern "C" ncclResult_t ncclx_gin_create(ncclComm_t comm, int signals, void *device_copy,
+                                         size_t room, cudaStream_t stream, void **state,
+                                         const char **what)
+{
+    ncclDevCommRequirements reqs = {}; // 2.28.9: a plain struct, zeroed (no initializer)
+    ncclDevComm *dev = nullptr;
+    *state = nullptr;
+    if (sizeof(ncclDevComm) > room) {
+        *what = "the plan's room for ncclDevComm (NCCLX_NET_DEV_COMM_BYTES) is too small";
+        return ncclInternalError;
+    }
+    dev = new (std::nothrow) ncclDevComm();
+    if (dev == nullptr) {
+        *what = "host memory for ncclDevComm";
+        return ncclSystemError;
+    }
+    reqs.ginForceEnable = true;
+    reqs.ginContextCount = NCCLX_NET_CONTEXTS;
+    reqs.ginSignalCount = signals;
+    *what = "ncclDevCommCreate with GIN";
+    ncclResult_t res = ncclDevCommCreate(comm, &reqs, dev);
+    if (res != ncclSuccess) {
+        delete dev;
+        return res;
+    }
+    if (cudaMemcpyAsync(device_copy, dev, sizeof(*dev), cudaMemcpyHostToDevice, stream) !=
+        cudaSuccess) {
+        *what = "cudaMemcpyAsync of ncclDevComm";
+        (void)ncclDevCommDestroy(comm, dev);
+        delete dev;
+        return ncclUnhandledCudaError;
+    }
+    *state = dev;
+    return ncclSuccess;
+}
+
+extern "C" ncclResult_t ncclx_gin_destroy(ncclComm_t comm, void *state)
+{
+    ncclDevComm *dev = static_cast<ncclDevComm *>(state);
+    if (dev == nullptr) {
+        return ncclSuccess;
+    }
+    ncclResult_t res = ncclDevCommDestroy(comm, dev);
+    delete dev;
+    return res;
 }

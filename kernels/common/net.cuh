@@ -34,8 +34,7 @@ __device__ __forceinline__ unsigned long long *emu_signal(const ncclx_net_desc_t
 // dst <- src, bytes of them, by the warp (16-byte steps when everything is 16-byte aligned).
 __device__ __forceinline__ void emu_copy_warp(char *dst, const char *src, size_t bytes, int lane)
 {
-    if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | bytes) & 15) ==
-        0) {
+    if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | bytes) & 15) == 0) {
         LaneTargets to;
         to.lanes = 1u;
         to.mine = dst;
@@ -68,8 +67,8 @@ __device__ __forceinline__ void emu_apply_held(const ncclx_net_desc_t &n, int co
         if (!mine) {
             continue;
         }
-        const unsigned long long dst = load_volatile(&h->dst_off),
-                                 src = load_volatile(&h->src_off), bytes = load_volatile(&h->bytes);
+        const unsigned long long dst = load_volatile(&h->dst_off), src = load_volatile(&h->src_off),
+                                 bytes = load_volatile(&h->bytes);
         emu_copy_warp(emu_arena(n, peer) + dst, static_cast<const char *>(n.local) + src, bytes,
                       lane);
         __syncwarp();
@@ -131,8 +130,8 @@ __device__ __forceinline__ void net_put_warp(const ncclx_net_desc_t &n, int peer
     if (n.chaos && emu_hold(n, net_context(peer), peer, dst_off, src_off, bytes, lane)) {
         return;
     }
-    emu_copy_warp(emu_arena(n, peer) + dst_off, static_cast<const char *>(n.local) + src_off,
-                  bytes, lane);
+    emu_copy_warp(emu_arena(n, peer) + dst_off, static_cast<const char *>(n.local) + src_off, bytes,
+                  lane);
 }
 
 // net_put_warp (bytes may be 0), then adds add to the peer's signal: the peer sees the add only
@@ -183,8 +182,7 @@ __device__ __forceinline__ void net_flush_warp(const ncclx_net_desc_t &n, int la
 }
 
 // This rank's signal, with acquire: what its senders' adds made of it.  Any thread may call.
-__device__ __forceinline__ unsigned long long net_read_signal(const ncclx_net_desc_t &n,
-                                                              int signal)
+__device__ __forceinline__ unsigned long long net_read_signal(const ncclx_net_desc_t &n, int signal)
 {
     if (n.kind == NCCLX_NET_GIN) {
         return gin_read_signal(n, signal);

@@ -63,16 +63,16 @@ typedef struct {
 typedef struct {
     int kind; /* ncclx_net_kind_t */
     int rank, ranks;
-    int lsa_size;        /* ranks per LSA domain: rank r's domain is r / lsa_size */
-    int num_signals;     /* per context */
-    void *local;         /* this rank's symmetric arena */
+    int lsa_size;    /* ranks per LSA domain: rank r's domain is r / lsa_size */
+    int num_signals; /* per context */
+    void *local;     /* this rank's symmetric arena */
     /* EMULATED */
-    void *const *world;        /* device [ranks]: every rank's symmetric arena */
-    size_t signal_table;       /* symmetric offset of [CONTEXTS][num_signals] uint64 signals */
-    ncclx_net_stats_t *stats;  /* device: this rank's counters */
-    ncclx_net_held_t *held;    /* device [CONTEXTS][ranks][HELD_PUTS], chaos mode */
-    unsigned *held_next;       /* device [CONTEXTS][ranks]: next held slot to try */
-    int chaos;                 /* hold unsignalled puts back (NCCLX_NET_EMU_CHAOS) */
+    void *const *world;          /* device [ranks]: every rank's symmetric arena */
+    size_t signal_table;         /* symmetric offset of [CONTEXTS][num_signals] uint64 signals */
+    ncclx_net_stats_t *stats;    /* device: this rank's counters */
+    ncclx_net_held_t *held;      /* device [CONTEXTS][ranks][HELD_PUTS], chaos mode */
+    unsigned *held_next;         /* device [CONTEXTS][ranks]: next held slot to try */
+    int chaos;                   /* hold unsignalled puts back (NCCLX_NET_EMU_CHAOS) */
     unsigned long long delay_ns; /* a signal becomes visible this long after it is posted */
     /* GIN */
     const void *dev_comm; /* device: the ncclDevComm (GIN contexts, signals) */

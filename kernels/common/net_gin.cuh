@@ -44,8 +44,8 @@ __device__ __forceinline__ void gin_put_warp(const ncclx_net_desc_t &n, int peer
                 ncclGin_SignalAdd{(ncclGinSignal_t)(n.signal_base + signal), add}, ncclGin_None{},
                 ncclCoopWarp());
     } else {
-        gin.put(ncclTeamWorld(comm), peer, window, dst_off, window, src_off, bytes,
-                ncclGin_None{}, ncclGin_None{}, ncclCoopWarp());
+        gin.put(ncclTeamWorld(comm), peer, window, dst_off, window, src_off, bytes, ncclGin_None{},
+                ncclGin_None{}, ncclCoopWarp());
     }
 }
 
@@ -59,8 +59,7 @@ __device__ __forceinline__ void gin_flush_warp(const ncclx_net_desc_t &n)
 }
 
 // This rank's signal (on its own context, where every sender adds to it).
-__device__ __forceinline__ unsigned long long gin_read_signal(const ncclx_net_desc_t &n,
-                                                              int signal)
+__device__ __forceinline__ unsigned long long gin_read_signal(const ncclx_net_desc_t &n, int signal)
 {
     ncclGin gin(gin_comm(n), net_context(n.rank));
     return gin.readSignal((ncclGinSignal_t)(n.signal_base + signal));

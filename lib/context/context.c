@@ -111,7 +111,7 @@ static ncclxResult_t ncclx_window_free(struct ncclxContext *ctx)
 
 const ncclx_symmetric_ops_t ncclx_window_ops = {
     "NCCL symmetric window", ncclx_window_alloc, ncclx_window_resolve_peers,
-    ncclx_window_barrier,    ncclx_window_free,
+    ncclx_window_barrier,    ncclx_window_free,  NULL,
 };
 
 /* ---- the build sequence ---- */
@@ -205,11 +205,9 @@ static ncclxResult_t ncclx_context_measure(struct ncclxContext *ctx, size_t byte
     return ncclxSuccess;
 }
 
-/* Zeroed arenas and peer table, then the groups and the M2N engine (each binds its kernels'
- * descriptors). */
-static ncclxResult_t ncclx_context_prepare(struct ncclxContext *ctx)
+/* Every room bound to its regions (each binds its kernels' descriptors). */
+static ncclxResult_t ncclx_context_bind_rooms(struct ncclxContext *ctx)
 {
-    NCCLX_CHECK(ncclx_context_prepare_device(ctx));
     for (const ncclx_room_t *const *room = ncclx_rooms; *room != NULL; room++) {
         NCCLX_CHECK((*room)->bind(ctx));
     }
@@ -229,7 +227,9 @@ ncclxResult_t ncclx_context_build(struct ncclxContext *ctx, const ncclx_symmetri
     NCCLX_CHECK(ncclx_init_agree(ctx->coll, "memory", res, NULL, 0));
     res = sym->alloc(ctx, bytes[NCCLX_MEM_SYMMETRIC]);
     NCCLX_CHECK(ncclx_init_agree(ctx->coll, "symmetric", res, NULL, 0));
-    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "device", ncclx_context_prepare(ctx), NULL, 0));
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "device", ncclx_context_prepare_device(ctx), NULL, 0));
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "network", ncclx_net_setup(ctx), NULL, 0));
+    NCCLX_CHECK(ncclx_init_agree(ctx->coll, "rooms", ncclx_context_bind_rooms(ctx), NULL, 0));
     /* Every rank is ready (arenas zeroed, memory registered) before any peer writes to us. */
     NCCLX_CHECK(sym->barrier(ctx));
     ncclx_context_fill_info(ctx);
@@ -405,6 +405,7 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx)
     }
     if (ctx->sym != NULL) {
         first = ncclx_first_error(first, ncclx_context_unbind_rooms(ctx));
+        first = ncclx_first_error(first, ncclx_net_teardown(ctx));
         first = ncclx_first_error(first, ctx->sym->free(ctx));
         first = ncclx_first_error(first, ncclx_arenas_free(&ctx->arenas));
         ctx->sym = NULL;

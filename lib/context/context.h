@@ -15,6 +15,7 @@
 
 #include "env.h"
 #include "kernels.h"
+#include "net.h"
 #include "plan_internal.h"
 
 /** The four arenas' memory, allocated once. */
@@ -45,6 +46,9 @@ typedef struct {
     ncclxResult_t (*barrier)(struct ncclxContext *ctx);
     /** Undoes alloc (collective); does nothing when alloc has not run or failed. */
     ncclxResult_t (*free)(struct ncclxContext *ctx);
+    /** Writes every rank's arena into the device table world [num_ranks] (the emulated
+     *  network's one view of the other ranks); NULL where the network is a real one. */
+    ncclxResult_t (*resolve_world)(struct ncclxContext *ctx, void **world);
 } ncclx_symmetric_ops_t;
 
 extern const ncclx_symmetric_ops_t ncclx_window_ops;   /* lib/context/context.c */
@@ -86,8 +90,10 @@ struct ncclxContext {
     ncclComm_t comm;
     int comm_owned; /* created by ncclxInit: destroyed at finalize */
     int cuda_device;
-    cudaStream_t stream; /* init/finalize work, non-blocking */
-    void **peer_table;   /* device: lsa_size pointers into the symmetric arenas */
+    cudaStream_t stream;  /* init/finalize work, non-blocking */
+    void **peer_table;    /* device: lsa_size pointers into the symmetric arenas */
+    ncclx_net_desc_t net; /* the network transport (lib/context/net.c) */
+    void *net_gin_state;  /* GIN: NCCL's device communicator (host object) */
     struct ncclxEpGroup *groups[NCCLX_MAX_EP_GROUPS]; /* bound by EP's room (lib/ep/ep_groups.c) */
     struct ncclx_m2n *m2n; /* the M2N engine (lib/m2n/m2n.c), NULL without M2N staging */
     ncclxContextInfo_t info;
@@ -153,6 +159,15 @@ ncclxResult_t ncclx_context_teardown(struct ncclxContext *ctx);
  */
 ncclxResult_t ncclx_loopback_init(const ncclxPlan_t *const plans[],
                                   const ncclxLoopbackConfig_t *config, ncclxContext_t contexts[]);
+
+/** Sets up ctx->net in its regions (after the arenas are zeroed); collective with GIN. */
+ncclxResult_t ncclx_net_setup(struct ncclxContext *ctx);
+
+/** Undoes ncclx_net_setup (collective with GIN); nothing when it did nothing. */
+ncclxResult_t ncclx_net_teardown(struct ncclxContext *ctx);
+
+/** What crossed the emulated network from this rank so far (zeros for any other network). */
+ncclxResult_t ncclx_net_read_stats(struct ncclxContext *ctx, ncclx_net_stats_t *stats);
 
 /** The LSA (load/store) team size NCCL found for comm, or ncclxNcclError. */
 ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size);

@@ -134,9 +134,30 @@ static ncclxResult_t ncclx_loopback_sym_free(struct ncclxContext *ctx)
     return res;
 }
 
+/* The emulated network's view: every rank's slice, whatever its node. */
+static ncclxResult_t ncclx_loopback_resolve_world(struct ncclxContext *ctx, void **world)
+{
+    struct ncclx_loopback *team = ctx->loopback;
+    ncclxResult_t res = ncclxSuccess;
+    void **slices = malloc(team->ranks * sizeof(void *));
+    if (slices == NULL) {
+        return NCCLX_ERROR(ncclxOutOfMemory, "loopback arena table: out of host memory");
+    }
+    for (uint32_t p = 0; p < team->ranks; p++) {
+        slices[p] = ncclx_loopback_slice(team, p);
+    }
+    NCCLX_CUDA_CHECK_GOTO(cudaMemcpyAsync(world, slices, team->ranks * sizeof(void *),
+                                          cudaMemcpyHostToDevice, ctx->stream),
+                          res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaStreamSynchronize(ctx->stream), res, out);
+out:
+    free(slices);
+    return res;
+}
+
 const ncclx_symmetric_ops_t ncclx_loopback_ops = {
     "loopback slice",       ncclx_loopback_sym_alloc, ncclx_loopback_resolve_peers,
-    ncclx_loopback_barrier, ncclx_loopback_sym_free,
+    ncclx_loopback_barrier, ncclx_loopback_sym_free,  ncclx_loopback_resolve_world,
 };
 
 /* ---- the team ---- */
