@@ -26,7 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ep_ll.h"
+#include "dev_state.h" /* NCCLX_EP_THREADS, ncclx_ep_arrive_t */
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,14 +3,25 @@
  *
  * Device helpers of the HT kernels: peer addressing, the step signals that order the ranks'
  * kernels (every HT kernel waits for what it reads at its start and announces what it wrote in
- * its last block), and the routing-map bit tests.  The generic pieces (timers, errors,
- * last-block election, 16-byte copies) are ep_ll_common.cuh's.
+ * its last block), and the routing-map bit tests.  The generic pieces (timers, acquire and
+ * release, errors, last-block election, 16-byte copies, the public constants, module loading)
+ * are kernels/common's, which LL and M2N share.
  */
 #ifndef NCCLX_KERNELS_EP_HT_COMMON_CUH_
 #define NCCLX_KERNELS_EP_HT_COMMON_CUH_
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <ncclx/ep.h>
+
+#include "dev_consts.cuh"
+#include "dev_error.cuh"
+#include "dev_sync.cuh"
+#include "dev_warp.cuh"
 #include "ep_ht.h"
-#include "ep_ll_common.cuh"
+#include "load_kernels.cuh"
 
 namespace ncclx
 {

@@ -20,7 +20,9 @@
  * Blocks take their work in ascending (pair, round, channel) order, and every rank's grid fits
  * its share of the GPU, so the lowest unfinished round always has both of its ends running.
  */
-#include "ep_ll_common.cuh"
+#include "dev_error.cuh"
+#include "dev_sync.cuh"
+#include "load_kernels.cuh"
 #include "m2n.h"
 
 namespace ncclx

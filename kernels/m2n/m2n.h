@@ -18,7 +18,7 @@
 
 #include <ncclx/m2n.h>
 
-#include "ep_ll.h"
+#include "dev_state.h" /* ncclx_ep_arrive_t */
 #include "m2n_ring.h"
 
 #ifdef __cplusplus
