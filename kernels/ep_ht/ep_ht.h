@@ -240,7 +240,9 @@ cudaError_t ncclx_ep_ht_launch_layout(const ncclx_ep_ht_group_desc_t *g,
 cudaError_t ncclx_ep_ht_launch_clear_error(const ncclx_ep_ht_group_desc_t *g, unsigned bits,
                                            cudaStream_t stream);
 
+/* Load each file's kernels now (see ncclx_kernels_load, which calls them). */
 cudaError_t ncclx_ep_ht_route_load(void);
+cudaError_t ncclx_ep_ht_rows_load(void);
 cudaError_t ncclx_ep_ht_data_load(void);
 
 #ifdef __cplusplus

@@ -69,6 +69,18 @@ __device__ __forceinline__ bool block_stopped(const ncclx_ep_ht_group_desc_t &g)
     return stopped != 0;
 }
 
+// The count and scan kernels of a routing follow its publish kernel's decision (an overflow
+// that this routing's scan reports must not stop the scan itself half way).
+__device__ __forceinline__ bool block_route_stopped(const ncclx_ep_ht_group_desc_t &g)
+{
+    __shared__ int stopped;
+    if (threadIdx.x == 0) {
+        stopped = load_volatile(&g.state->route_stopped) != 0 || halted(g);
+    }
+    __syncthreads();
+    return stopped != 0;
+}
+
 // Waits until source's signal `kind` in this rank's arena reaches step at_least (false: timed
 // out or halted, the timeout reported; or the step's operation word differs from word, which
 // is reported as a mismatch: the source's rows must not be read).
@@ -399,6 +411,12 @@ __device__ __forceinline__ long long padded(long long count, int alignment)
 {
     return alignment <= 1 ? count : (count + alignment - 1) / alignment * alignment;
 }
+
+// ep_ht_rows.cu: kernels 3 (scan) and 4 (seal) of a routing, which ncclx_ep_ht_launch_route
+// (ep_ht_route.cu) launches after the map and its counts.  Returns the CUDA status of the
+// launches, as the launchers do.
+cudaError_t launch_rows(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
+                        int idx_int64, cudaStream_t stream);
 
 } // namespace ht
 } // namespace ncclx
