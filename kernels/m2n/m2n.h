@@ -94,6 +94,9 @@ cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *statu
 /** Loads the module of kernels/m2n/m2n.cu (see ncclx_kernels_load). */
 cudaError_t ncclx_m2n_kernels_load(void);
 
+/** Loads the module of kernels/m2n/m2n_clear.cu (see ncclx_kernels_load). */
+cudaError_t ncclx_m2n_clear_load(void);
+
 #ifdef __cplusplus
 }
 #endif
