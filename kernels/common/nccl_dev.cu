@@ -62,6 +62,12 @@ extern "C" ncclResult_t ncclx_gin_create(ncclComm_t comm, int signals, void *dev
     reqs.ginSignalCount = signals;
     *what = "ncclDevCommCreate with GIN";
     ncclResult_t res = ncclDevCommCreate(comm, &reqs, dev);
+    if (res == ncclSuccess && dev->ginContextCount == 0) {
+        // A kernel may never use GIN without a context (undefined in NCCL): refuse it here.
+        *what = "ncclDevCommCreate (no GIN context came up)";
+        (void)ncclDevCommDestroy(comm, dev);
+        res = ncclInvalidUsage;
+    }
     if (res != ncclSuccess) {
         delete dev;
         return res;

@@ -26,7 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ep_ll.h"
+#include "dev_state.h" /* NCCLX_EP_THREADS, ncclx_ep_arrive_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -240,7 +240,9 @@ cudaError_t ncclx_ep_ht_launch_layout(const ncclx_ep_ht_group_desc_t *g,
 cudaError_t ncclx_ep_ht_launch_clear_error(const ncclx_ep_ht_group_desc_t *g, unsigned bits,
                                            cudaStream_t stream);
 
+/* Load each file's kernels now (EP's room calls them at init, lib/ep/ep_groups.c). */
 cudaError_t ncclx_ep_ht_route_load(void);
+cudaError_t ncclx_ep_ht_rows_load(void);
 cudaError_t ncclx_ep_ht_data_load(void);
 
 #ifdef __cplusplus

@@ -3,14 +3,25 @@
  *
  * Device helpers of the HT kernels: peer addressing, the step signals that order the ranks'
  * kernels (every HT kernel waits for what it reads at its start and announces what it wrote in
- * its last block), and the routing-map bit tests.  The generic pieces (timers, errors,
- * last-block election, 16-byte copies) are ep_ll_common.cuh's.
+ * its last block), and the routing-map bit tests.  The generic pieces (timers, acquire and
+ * release, errors, last-block election, 16-byte copies, the public constants, module loading)
+ * are kernels/common's, which LL and M2N share.
  */
 #ifndef NCCLX_KERNELS_EP_HT_COMMON_CUH_
 #define NCCLX_KERNELS_EP_HT_COMMON_CUH_
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <ncclx/ep.h>
+
+#include "dev_consts.cuh"
+#include "dev_error.cuh"
+#include "dev_sync.cuh"
+#include "dev_warp.cuh"
 #include "ep_ht.h"
-#include "ep_ll_common.cuh"
+#include "load_kernels.cuh"
 
 namespace ncclx
 {
@@ -53,6 +64,18 @@ __device__ __forceinline__ bool block_stopped(const ncclx_ep_ht_group_desc_t &g)
     __shared__ int stopped;
     if (threadIdx.x == 0) {
         stopped = (load_volatile(&g.state->error) & (kErrorTimeout | kErrorOverflow)) != 0;
+    }
+    __syncthreads();
+    return stopped != 0;
+}
+
+// The count and scan kernels of a routing follow its publish kernel's decision (an overflow
+// that this routing's scan reports must not stop the scan itself half way).
+__device__ __forceinline__ bool block_route_stopped(const ncclx_ep_ht_group_desc_t &g)
+{
+    __shared__ int stopped;
+    if (threadIdx.x == 0) {
+        stopped = load_volatile(&g.state->route_stopped) != 0 || halted(g);
     }
     __syncthreads();
     return stopped != 0;
@@ -388,6 +411,12 @@ __device__ __forceinline__ long long padded(long long count, int alignment)
 {
     return alignment <= 1 ? count : (count + alignment - 1) / alignment * alignment;
 }
+
+// ep_ht_rows.cu: kernels 3 (scan) and 4 (seal) of a routing, which ncclx_ep_ht_launch_route
+// (ep_ht_route.cu) launches after the map and its counts.  Returns the CUDA status of the
+// launches, as the launchers do.
+cudaError_t launch_rows(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
+                        int idx_int64, cudaStream_t stream);
 
 } // namespace ht
 } // namespace ncclx

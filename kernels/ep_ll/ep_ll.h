@@ -21,21 +21,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "dev_state.h" /* NCCLX_EP_THREADS, ncclx_ep_arrive_t */
 #include "ep_ll_wire.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define NCCLX_EP_THREADS 512
-
-/* An arrive counter that elects the last block of a grid: count grows by one per block and
- * may wrap; base is where the current launch started (set by the last block of the previous
- * launch), so any grid size and any number of launches elect exactly one block. */
-typedef struct {
-    unsigned int count;
-    unsigned int base;
-} ncclx_ep_arrive_t;
 
 /* Group state in private device memory (NCCLX_EP_DEV_STATE_BYTES).  Sequence numbers are
  * read and advanced only through op_begin/op_end (ep_ll_common.cuh) and reset by a clean. */

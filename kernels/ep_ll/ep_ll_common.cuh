@@ -2,8 +2,10 @@
  * Copyright (c) 2026 The libncclx authors.
  *
  * Device helpers shared by the LL kernels: peer addressing, sequence numbers (op_begin /
- * op_end), asynchronous errors, who takes part (live views, decisions, eviction), bounded
- * waits, last-block election, and 16-byte copies.
+ * op_end), who takes part (live views, decisions, eviction), bounded waits, destination order,
+ * and element conversions.  The pieces HT and M2N share with LL (timers, acquire and release,
+ * errors, last-block election, 16-byte copies, the public constants, module loading) are in
+ * kernels/common's dev_*.cuh and load_kernels.cuh, which this header brings in for the LL files.
  */
 #ifndef NCCLX_KERNELS_EP_LL_COMMON_CUH_
 #define NCCLX_KERNELS_EP_LL_COMMON_CUH_
@@ -15,50 +17,21 @@
 #include <ncclx/ep.h>
 #include <ncclx/plan.h>
 
+#include "dev_consts.cuh"
+#include "dev_error.cuh"
+#include "dev_sync.cuh"
+#include "dev_warp.cuh"
 #include "ep_ll.h"
+#include "load_kernels.cuh"
 
 namespace ncclx
 {
 
-constexpr int kWarpSize = 32;
-constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
 // Rows move in chunks of this many bytes (one warp step of warp_copy_to).
 constexpr size_t kChunkBytes = 4096;
-// The public constants the kernels need (include/ncclx/plan.h, include/ncclx/ep.h).
-constexpr int kRecipeQuantFwd = NCCLX_EP_RECIPE_QUANT_FWD;
-constexpr int kRecipeFp8 = NCCLX_EP_RECIPE_FP8;
-constexpr int kBf16 = NCCLX_BFLOAT16, kFp16 = NCCLX_FLOAT16, kFp32 = NCCLX_FLOAT32;
-constexpr unsigned kErrorTimeout = NCCLX_EP_ERROR_TIMEOUT;
-constexpr unsigned kErrorBadExpert = NCCLX_EP_ERROR_BAD_EXPERT;
-constexpr unsigned kErrorMismatch = NCCLX_EP_ERROR_MISMATCH;
-constexpr unsigned kErrorEvicted = NCCLX_EP_ERROR_EVICTED;
 // Live views are bitmaps in shared memory: LL groups span at most NCCLX_EP_MAX_LL_RANKS.
 constexpr int kLiveWords = NCCLX_EP_MAX_LL_RANKS / 32;
 static_assert(NCCLX_EP_MAX_LL_RANKS % 32 == 0, "whole bitmap words");
-
-__device__ __forceinline__ unsigned long long globaltimer()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
-{
-    unsigned long long v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
-{
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
-{
-    return *reinterpret_cast<const volatile T *>(p);
-}
 
 __device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, int peer)
 {
@@ -125,35 +98,6 @@ __device__ __forceinline__ Op op_begin(const unsigned long long *seq)
 __device__ __forceinline__ void op_end(unsigned long long *seq, const Op &op)
 {
     *reinterpret_cast<volatile unsigned long long *>(seq) = op.seq + 1;
-}
-
-// ---- asynchronous errors ----
-
-// Copies the device error word to the mapped host status until the copy holds what the
-// device word holds: concurrent reporters (and a clear) can land in any order, and the one
-// that writes last re-reads the word after its write, so no bit is lost.
-// G is a group descriptor with `status` and `state->error` (LL and HT).
-template <typename G> __device__ __forceinline__ void publish_status(const G &g, unsigned value)
-{
-    volatile unsigned *status = g.status;
-    for (;;) {
-        *status = value;
-        __threadfence_system();
-        const unsigned now = atomicOr(&g.state->error, 0u);
-        if (now == value) {
-            return;
-        }
-        value = now;
-    }
-}
-
-// Records an error for the host (mapped status) and for later kernels (device state).
-template <typename G> __device__ __forceinline__ void report_error(const G &g, unsigned bits)
-{
-    const unsigned old = atomicOr(&g.state->error, bits);
-    if ((old & bits) != bits) {
-        publish_status(g, old | bits);
-    }
 }
 
 // ---- who takes part ----
@@ -440,52 +384,6 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
     }
 }
 
-// True in exactly one block of the grid: the last to arrive (after every block's writes are
-// visible system-wide).  The counter may hold any value and wrap; base is where this launch
-// started, so the election holds for any grid size and any number of launches.
-__device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
-{
-    __shared__ bool is_last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        // Read before this block arrives: the last block moves base only after every block
-        // of this launch has arrived.
-        const unsigned base = load_volatile(&arrive->base);
-        __threadfence_system();
-        const unsigned ticket = atomicAdd(&arrive->count, 1u);
-        is_last = ticket - base == gridDim.x - 1;
-        if (is_last) {
-            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
-        }
-    }
-    __syncthreads();
-    if (is_last) {
-        __threadfence();
-    }
-    return is_last;
-}
-
-// The destinations of a warp's copy, held one per lane: lane l's `mine` is a destination
-// when bit l of `lanes` is set.  Keeping them in lanes (instead of an array per thread) keeps
-// the copy loops free of local memory; a lane's pointer reaches the others by a shuffle.
-struct LaneTargets {
-    unsigned lanes;
-    char *mine;
-};
-
-__device__ __forceinline__ char *target_of(const LaneTargets &t, int lane)
-{
-    return reinterpret_cast<char *>(
-        __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(t.mine), lane));
-}
-
-__device__ __forceinline__ unsigned lanemask_lt()
-{
-    unsigned m;
-    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
-    return m;
-}
-
 // Lane k holds d, the rank of top-k entry k (-1: none).  Sets first on the lane of each
 // rank's first entry and returns the rank order of d among the token's distinct destination
 // ranks: the slot of rank-major combine rows.  Every destination counts, masked or not, so
@@ -499,43 +397,6 @@ __device__ __forceinline__ int destination_order(int d, bool &first)
         order += __shfl_sync(0xffffffffu, d, __ffs(rest) - 1) < d;
     }
     return order;
-}
-
-// A warp copies [begin, end) bytes (16-byte multiples) of src to each target,
-// kCopyUnroll 16-byte loads in flight per lane before the stores.
-// With stop, a nonzero *stop read after the loads (its latency hidden behind theirs)
-// abandons the copy before the next stores; returns false then.
-constexpr int kCopyUnroll = 8;
-
-__device__ __forceinline__ bool warp_copy_to(const LaneTargets &to, const char *src, size_t begin,
-                                             size_t end, int lane, const unsigned *stop = nullptr)
-{
-    constexpr size_t kStep = (size_t)kCopyUnroll * kWarpSize * 16;
-    for (size_t off0 = begin; off0 < end; off0 += kStep) {
-        const size_t off = off0 + (size_t)lane * 16;
-        uint4 v[kCopyUnroll];
-#pragma unroll
-        for (int u = 0; u < kCopyUnroll; u++) {
-            size_t o = off + (size_t)u * kWarpSize * 16;
-            if (o < end) {
-                v[u] = *reinterpret_cast<const uint4 *>(src + o);
-            }
-        }
-        if (stop != nullptr && __any_sync(0xffffffffu, load_volatile(stop) != 0)) {
-            return false;
-        }
-        for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
-            char *dst = target_of(to, __ffs(rest) - 1);
-#pragma unroll
-            for (int u = 0; u < kCopyUnroll; u++) {
-                size_t o = off + (size_t)u * kWarpSize * 16;
-                if (o < end) {
-                    *reinterpret_cast<uint4 *>(dst + o) = v[u];
-                }
-            }
-        }
-    }
-    return true;
 }
 
 __device__ __forceinline__ float load_as_float(const void *p, size_t i, int dtype)
@@ -558,20 +419,6 @@ __device__ __forceinline__ void store_from_double(void *p, size_t i, double v, i
     } else {
         static_cast<float *>(p)[i] = __double2float_rn(v);
     }
-}
-
-// Loads the modules of n kernels now (cudaFuncGetAttributes forces the load), so that no
-// later launch, possibly inside a graph capture, pays for it.
-inline cudaError_t load_kernels(const void *const *kernels, int n)
-{
-    cudaFuncAttributes attr;
-    for (int i = 0; i < n; i++) {
-        cudaError_t err = cudaFuncGetAttributes(&attr, kernels[i]);
-        if (err != cudaSuccess) {
-            return err;
-        }
-    }
-    return cudaSuccess;
 }
 
 } // namespace ncclx

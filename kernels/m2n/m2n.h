@@ -18,7 +18,7 @@
 
 #include <ncclx/m2n.h>
 
-#include "ep_ll.h"
+#include "dev_state.h" /* ncclx_ep_arrive_t */
 #include "m2n_ring.h"
 
 #ifdef __cplusplus
@@ -93,6 +93,9 @@ cudaError_t ncclx_m2n_launch_clear(ncclx_m2n_state_t *state, unsigned int *statu
 
 /** Loads the module of kernels/m2n/m2n.cu (M2N's room calls it at init). */
 cudaError_t ncclx_m2n_kernels_load(void);
+
+/** Loads the module of kernels/m2n/m2n_clear.cu (M2N's room calls it at init). */
+cudaError_t ncclx_m2n_clear_load(void);
 
 #ifdef __cplusplus
 }

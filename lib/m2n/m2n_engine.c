@@ -96,5 +96,11 @@ ncclxResult_t ncclx_m2n_unbind(struct ncclxContext *ctx)
     return res;
 }
 
-const ncclx_room_t ncclx_m2n_room = {"M2N", ncclx_m2n_kernels_load, ncclx_m2n_bind,
-                                     ncclx_m2n_unbind};
+/* The reshard and the clear of its errors, loaded at init. */
+static cudaError_t ncclx_m2n_load(void)
+{
+    cudaError_t err = ncclx_m2n_kernels_load();
+    return err != cudaSuccess ? err : ncclx_m2n_clear_load();
+}
+
+const ncclx_room_t ncclx_m2n_room = {"M2N", ncclx_m2n_load, ncclx_m2n_bind, ncclx_m2n_unbind};

@@ -287,8 +287,8 @@ typedef struct {
     uint64_t a0, a1, in_piece, at, n;
 } sim_piece_t;
 
-/* kernels/m2n/m2n.cu's walk of stream bytes [s0, s1) of pair pr (rank plan p): every piece of every
- * box it covers, in stream order. */
+/* kernels/m2n/m2n_copy.cuh's walk of stream bytes [s0, s1) of pair pr (rank plan p): every piece of
+ * every box it covers, in stream order. */
 static void sim_for_each_piece(const ncclx_m2n_rank_plan_t *p, const ncclx_m2n_pair_t *pr,
                                uint64_t s0, uint64_t s1, void (*fn)(const sim_piece_t *, void *),
                                void *arg)
@@ -331,8 +331,8 @@ static void sim_count_writes(tiles_t *t, uint32_t rank, uint32_t entry, uint64_t
     }
 }
 
-/* kernels/m2n/m2n.cu move_span, one piece: packs into the slot when the pair sends, unpacks from it
- * (counting the writes) when it receives. */
+/* kernels/m2n/m2n_copy.cuh move_span, one piece: packs into the slot when the pair sends, unpacks
+ * from it (counting the writes) when it receives. */
 static void sim_ring_piece(const sim_piece_t *x, void *arg)
 {
     const sim_span_t *w = arg;
@@ -353,8 +353,8 @@ static void sim_ring_piece(const sim_piece_t *x, void *arg)
     }
 }
 
-/* kernels/m2n/m2n.cu move_span_direct, one piece: from the source's tile (its side of the box from
- * this end's peer_offset and peer_stride) into this rank's, counting the writes. */
+/* kernels/m2n/m2n_copy.cuh move_span_direct, one piece: from the source's tile (its side of the box
+ * from this end's peer_offset and peer_stride) into this rank's, counting the writes. */
 static void sim_direct_piece(const sim_piece_t *x, void *arg)
 {
     const sim_span_t *w = arg;

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The memory-ordering and timing primitives every kernel folder (LL, HT, M2N) builds its
+ * signals and bounded waits on: the global timer, system-scope acquire loads and release
+ * stores, volatile loads, and the election of a grid's last block through an arrive counter
+ * (dev_state.h).  Here so that no kernel folder includes another's helpers.
+ */
+#ifndef NCCLX_KERNELS_DEV_SYNC_CUH_
+#define NCCLX_KERNELS_DEV_SYNC_CUH_
+
+#include "dev_state.h"
+
+namespace ncclx
+{
+
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
+{
+    return *reinterpret_cast<const volatile T *>(p);
+}
+
+// True in exactly one block of the grid: the last to arrive (after every block's writes are
+// visible system-wide).  The counter may hold any value and wrap; base is where this launch
+// started, so the election holds for any grid size and any number of launches.
+__device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
+{
+    __shared__ bool is_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        // Read before this block arrives: the last block moves base only after every block
+        // of this launch has arrived.
+        const unsigned base = load_volatile(&arrive->base);
+        __threadfence_system();
+        const unsigned ticket = atomicAdd(&arrive->count, 1u);
+        is_last = ticket - base == gridDim.x - 1;
+        if (is_last) {
+            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
+        }
+    }
+    __syncthreads();
+    if (is_last) {
+        __threadfence();
+    }
+    return is_last;
+}
+
+} // namespace ncclx
+
+#endif /* NCCLX_KERNELS_DEV_SYNC_CUH_ */
