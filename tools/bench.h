@@ -18,6 +18,7 @@
 typedef struct {
     int comm;                /* 1: one rank of a communicator from ncclxInit; 0: loopback team */
     uint32_t loopback;       /* ranks of the loopback team */
+    uint32_t nodes;          /* loopback: emulated nodes (0: no shape; ncclxLoopbackConfig_t) */
     ncclxEpAlgorithm_t algo; /* NCCLX_EP_ALGO_LL or _HT */
     uint32_t layout;         /* LL: NCCLX_EP_LAYOUT_EXPERT_MAJOR or _RANK_MAJOR; HT: _FLAT or
                                 _EXPERT_MAJOR */

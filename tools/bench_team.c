@@ -92,13 +92,17 @@ static int bench_team_contexts(bench_team_t *t, const ncclxPlan_t *plan)
             fprintf(stderr, "ncclx-bench: out of host memory\n");
             return -1;
         }
-        res = ncclxLoopbackInit(plan, n, (int)t->o.device, ctxs);
+        ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+        config.num_ranks = n;
+        config.cuda_device = (int32_t)t->o.device;
+        config.num_nodes = t->o.nodes;
+        res = ncclxLoopbackInitConfig(plan, &config, ctxs);
         for (uint32_t i = 0; i < n && res == ncclxSuccess; i++) {
             t->r[i].ctx = ctxs[i];
             t->r[i].rank = i;
         }
         free(ctxs);
-        BENCH_NCCLX(res, "ncclxLoopbackInit", -1);
+        BENCH_NCCLX(res, "ncclxLoopbackInitConfig", -1);
         t->ranks = t->nlocal = n;
         t->cuda_device = (int)t->o.device;
     } else {
@@ -532,7 +536,11 @@ int bench_team_symmetric_bytes(const bench_team_t *t, uint64_t *bytes)
     bench_group_plan(&t->o, &group);
     plan.num_ep_groups = 1;
     plan.ep_groups = groups;
-    team.num_ranks = team.lsa_size = t->ranks; /* a loopback team: one node */
+    team.num_ranks = team.lsa_size = t->ranks; /* a loopback team: one node, or its shape */
+    if (!t->o.comm && t->o.nodes != 0) {
+        team.num_nodes = t->o.nodes;
+        team.lsa_size = t->ranks / t->o.nodes;
+    }
     if (t->o.comm) {
         ncclxContextInfo_t info = NCCLX_CONTEXT_INFO_INIT;
         BENCH_NCCLX(ncclxContextGetInfo(t->r[0].ctx, &info), "ncclxContextGetInfo", -1);

@@ -51,6 +51,10 @@ static void usage(FILE *out)
             "                      PMIX_RANK is unset)\n"
             "  --comm              one rank of a communicator from ncclxInit (default under a\n"
             "                      launcher; alone: a singleton, rank 0 of 1)\n"
+            "  --nodes N           a loopback team shaped as N nodes of loopback / N ranks\n"
+            "                      (an emulated cluster: ranks of one node reach each other\n"
+            "                      through symmetric memory, other nodes through the emulated\n"
+            "                      network; docs/multi-node.md); 0: no shape (default)\n"
             "  --device D          CUDA device of a loopback team (0)\n"
             "  --check             check one iteration against values computed on the host\n"
             "  --sweep             one row per token count 1, 2, 4, ... up to --tokens\n"
@@ -162,6 +166,7 @@ static int parse_number(int c, const char *arg, bench_options_t *o)
         {'i', "iters", 1, 1000000, &o->iters},
         {'w', "warmup", 0, 1000000, &o->warmup},
         {'L', "loopback", 1, 1024, &o->loopback},
+        {'N', "nodes", 0, 1024, &o->nodes},
         {'D', "device", 0, 1023, &o->device},
         {'T', "timeout", 1, 3600, &o->timeout_s},
         {'B', "sm-budget", 0, NCCLX_EP_MAX_SM_BUDGET, &o->sm_budget},
@@ -277,16 +282,16 @@ static int check_options(bench_options_t *o, const given_t *given)
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
     static const struct option longopts[] = {
-        {"algo", 1, NULL, 'a'},    {"layout", 1, NULL, 'l'},    {"tokens", 1, NULL, 't'},
-        {"hidden", 1, NULL, 'H'},  {"topk", 1, NULL, 'k'},      {"experts", 1, NULL, 'e'},
-        {"dtype", 1, NULL, 'd'},   {"recipe", 1, NULL, 'r'},    {"iters", 1, NULL, 'i'},
-        {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},     {"loopback", 1, NULL, 'L'},
-        {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},    {"check", 0, NULL, 'c'},
-        {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},      {"timeout", 1, NULL, 'T'},
-        {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},      {"sm-budget", 1, NULL, 'B'},
-        {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'}, {"pass", 1, NULL, 'p'},
-        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'}, {"zero-copy", 0, NULL, 'Z'},
-        {NULL, 0, NULL, 0}};
+        {"algo", 1, NULL, 'a'},      {"layout", 1, NULL, 'l'},  {"tokens", 1, NULL, 't'},
+        {"hidden", 1, NULL, 'H'},    {"topk", 1, NULL, 'k'},    {"experts", 1, NULL, 'e'},
+        {"dtype", 1, NULL, 'd'},     {"recipe", 1, NULL, 'r'},  {"iters", 1, NULL, 'i'},
+        {"warmup", 1, NULL, 'w'},    {"graph", 0, NULL, 'g'},   {"loopback", 1, NULL, 'L'},
+        {"nodes", 1, NULL, 'N'},     {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},
+        {"check", 0, NULL, 'c'},     {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},
+        {"timeout", 1, NULL, 'T'},   {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},
+        {"sm-budget", 1, NULL, 'B'}, {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'},
+        {"pass", 1, NULL, 'p'},      {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'},
+        {"zero-copy", 0, NULL, 'Z'}, {NULL, 0, NULL, 0}};
     given_t given;
     int c, ok = 1;
     memset(&given, 0, sizeof(given));
@@ -389,7 +394,15 @@ static int print_header(const bench_team_t *t)
         printf("# ranks: %u, one per process, communicator from ncclxInit (rank 0 shown)\n",
                t->ranks);
     } else {
-        printf("# ranks: loopback team of %u on one GPU (ncclxLoopbackInit)\n", t->ranks);
+        if (o->nodes != 0) {
+            printf("# ranks: loopback team of %u on one GPU shaped as %u nodes x %u (one-GPU "
+                   "emulation of a cluster: the emulated network between nodes)\n",
+                   t->ranks, o->nodes, t->ranks / o->nodes);
+        } else {
+            printf("# ranks: loopback team of %u on one GPU (one-GPU emulation; "
+                   "ncclxLoopbackInit)\n",
+                   t->ranks);
+        }
     }
     if (ht) {
         if (print_ht_config(t) != 0) {

@@ -165,6 +165,35 @@ __device__ __forceinline__ void net_put_signal_warp(const ncclx_net_desc_t &n, i
     __syncwarp();
 }
 
+// value (8 bytes) into peer's arena at dst_off, then adds add to the peer's signal, ordered as
+// net_put_signal_warp orders it (no source buffer: the value travels in the operation).
+__device__ __forceinline__ void net_put_value_signal_warp(const ncclx_net_desc_t &n, int peer,
+                                                          size_t dst_off, unsigned long long value,
+                                                          int signal, unsigned long long add,
+                                                          int lane)
+{
+    if (n.kind == NCCLX_NET_GIN) {
+        gin_put_value_warp(n, peer, dst_off, value, signal, add);
+        return;
+    }
+    emu_count(n, sizeof(value), 1, lane);
+    if (n.chaos) {
+        emu_apply_held(n, net_context(peer), peer, lane);
+    }
+    __syncwarp();
+    if (lane == 0) {
+        *reinterpret_cast<volatile unsigned long long *>(emu_arena(n, peer) + dst_off) = value;
+        if (n.delay_ns != 0) {
+            const unsigned long long until = globaltimer() + n.delay_ns;
+            while (globaltimer() < until) {
+            }
+        }
+        __threadfence_system();
+        atomicAdd(emu_signal(n, peer, signal), add);
+    }
+    __syncwarp();
+}
+
 // Every put this rank posted so far has read its source: the sources may be reused.  Says
 // nothing about the peers (only a signal does).
 __device__ __forceinline__ void net_flush_warp(const ncclx_net_desc_t &n, int lane)

@@ -49,6 +49,17 @@ __device__ __forceinline__ void gin_put_warp(const ncclx_net_desc_t &n, int peer
     }
 }
 
+// value into peer's arena at dst_off, adding add to the peer's signal (ordered as a put's).
+__device__ __forceinline__ void gin_put_value_warp(const ncclx_net_desc_t &n, int peer,
+                                                   size_t dst_off, unsigned long long value,
+                                                   int signal, unsigned long long add)
+{
+    const ncclDevComm &comm = gin_comm(n);
+    ncclGin gin(comm, net_context(peer));
+    gin.putValue(ncclTeamWorld(comm), peer, static_cast<ncclWindow_t>(n.window), dst_off, value,
+                 ncclGin_SignalAdd{(ncclGinSignal_t)(n.signal_base + signal), add}, ncclCoopWarp());
+}
+
 // Every context's puts of this rank: their sources may be reused.
 __device__ __forceinline__ void gin_flush_warp(const ncclx_net_desc_t &n)
 {

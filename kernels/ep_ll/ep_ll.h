@@ -23,6 +23,7 @@
 
 #include "dev_state.h" /* NCCLX_EP_THREADS, ncclx_ep_arrive_t */
 #include "ep_ll_wire.h"
+#include "net.h" /* the network transport, across load/store domains */
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,7 +38,8 @@ typedef struct {
     ncclx_ep_arrive_t combine_arrive;
     ncclx_ep_arrive_t unpack_arrive;
     ncclx_ep_arrive_t reduce_arrive;
-    unsigned int error; /* NCCLX_EP_ERROR_* bits, published to the mapped status */
+    ncclx_ep_arrive_t net_arrive; /* the network kernels of dispatch and combine (one at a time) */
+    unsigned int error;           /* NCCLX_EP_ERROR_* bits, published to the mapped status */
     unsigned int reserved;
     unsigned long long clean_epoch; /* generation of the last clean every answering rank finished */
     unsigned long long clean_high;  /* highest generation any clean of this rank agreed on */
@@ -47,8 +49,18 @@ typedef struct {
 typedef struct {
     int rank, ranks, local_experts, num_experts;
     int max_tokens, max_topk, hidden;
-    int blocks;                                  /* grid size of the data-moving kernels */
-    void *const *peers;                          /* device: symmetric arena base of each rank */
+    int blocks; /* grid size of the data-moving kernels */
+    /* device: symmetric arena base of each rank of this rank's load/store domain, ranks
+     * [lsa_base, lsa_base + lsa_size): peers[r - lsa_base] (peer_base).  Every other rank is
+     * reached only through net (docs/multi-node.md): what goes to it is staged in this rank's
+     * net_dispatch_out / net_combine_out and put into its arena where a store would have put
+     * it; its signals arrive as network signals (net_signal_base + (parity * 2 + dir) * R +
+     * source) after it put the signal word into this rank's signal slot. */
+    void *const *peers;
+    int lsa_base, lsa_size;
+    ncclx_net_desc_t net;
+    size_t net_dispatch_out, net_combine_out; /* symmetric: [R - lsa][T] messages, rows */
+    int net_signal_base;
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
     size_t msg_bytes;
     size_t combine_slot_bytes;
@@ -108,6 +120,20 @@ cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
                                              const ncclx_ep_ll_dispatch_desc_t *a,
                                              cudaStream_t stream);
 
+/** Dispatch send across load/store domains (ep_ll_net.cu; the send launcher calls it when the
+ *  group has a network): every remote destination's staged messages, then its signal. */
+cudaError_t ncclx_ep_ll_launch_dispatch_net(const ncclx_ep_ll_group_desc_t *g,
+                                            const ncclx_ep_ll_handle_desc_t *h,
+                                            const ncclx_ep_ll_dispatch_desc_t *a,
+                                            cudaStream_t stream);
+
+/** Combine send across load/store domains: every staged row to its remote source, then the
+ *  source's signal. */
+cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_desc_t *g,
+                                           const ncclx_ep_ll_handle_desc_t *h,
+                                           const ncclx_ep_ll_combine_desc_t *a,
+                                           cudaStream_t stream);
+
 /** Waits for every source and unpacks into the dispatch outputs (receive phase). */
 cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
                                              const ncclx_ep_ll_handle_desc_t *h,
@@ -148,6 +174,7 @@ cudaError_t ncclx_ep_ll_route_load(void);
 cudaError_t ncclx_ep_ll_dispatch_load(void);
 cudaError_t ncclx_ep_ll_combine_load(void);
 cudaError_t ncclx_ep_ll_mask_load(void);
+cudaError_t ncclx_ep_ll_net_load(void);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,14 @@ __device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_grou
                g.combine_slot_bytes;
 }
 
+__device__ __forceinline__ char *staged_row(const ncclx_ep_ll_group_desc_t &g, int s, int i,
+                                            int slot)
+{
+    return peer_base(g, g.rank) + g.net_combine_out +
+           (((size_t)remote_index(g, s) * g.max_tokens + i) * g.combine_slots + slot) *
+               g.combine_slot_bytes;
+}
+
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
@@ -54,11 +62,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
         const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
         const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
-        char *peer = peer_base(g, s);
+        // A remote source's rows are staged in its row of this rank's arena, by message and
+        // slot (ep_ll_net.cu puts each where combine_slot would have stored it).
+        const bool remote = is_remote(g, s);
+        char *peer = remote ? nullptr : peer_base(g, s);
         LaneTargets to;
         if (!h.expert_major) {
             to.lanes = 1u;
-            to.mine = combine_slot(peer, g, parity, t, order);
+            to.mine = remote ? staged_row(g, s, i, order) : combine_slot(peer, g, parity, t, order);
             going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
             continue;
         }
@@ -69,7 +80,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             const int k = __ffs(rest) - 1;
             const int pk = __shfl_sync(0xffffffffu, p, k);
             to.lanes = 1u;
-            to.mine = combine_slot(peer, g, parity, t, k);
+            to.mine = remote ? staged_row(g, s, i, k) : combine_slot(peer, g, parity, t, k);
             going = warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane, stop);
         }
     }
@@ -83,7 +94,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         if (!out) {
             (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
             for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-                if (view.has(d)) {
+                if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
                     st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
                                    ncclx_ep_signal_word(op.tag, a.op, 0));
                 }
@@ -290,7 +301,11 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        cudaStream_t stream)
 {
     ncclx::combine_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
-    return cudaGetLastError();
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
+        err = ncclx_ep_ll_launch_combine_net(g, h, a, stream);
+    }
+    return err;
 }
 
 extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,

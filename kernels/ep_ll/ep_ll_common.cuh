@@ -22,6 +22,7 @@
 #include "dev_sync.cuh"
 #include "dev_warp.cuh"
 #include "ep_ll.h"
+#include "net.cuh"
 #include "load_kernels.cuh"
 
 namespace ncclx
@@ -33,9 +34,36 @@ constexpr size_t kChunkBytes = 4096;
 constexpr int kLiveWords = NCCLX_EP_MAX_LL_RANKS / 32;
 static_assert(NCCLX_EP_MAX_LL_RANKS % 32 == 0, "whole bitmap words");
 
+// Rank peer's arena, for a rank of this rank's load/store domain only (is_remote: the others).
 __device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, int peer)
 {
-    return static_cast<char *>(g.peers[peer]);
+    return static_cast<char *>(g.peers[peer - g.lsa_base]);
+}
+
+// ---- ranks of other load/store domains (docs/multi-node.md) ----
+
+// Whether rank r is reached through the network rather than by load/store.
+__device__ __forceinline__ bool is_remote(const ncclx_ep_ll_group_desc_t &g, int r)
+{
+    return r < g.lsa_base || r >= g.lsa_base + g.lsa_size;
+}
+
+// Rank r's index among the remote ranks (the row of this rank's network staging).
+__device__ __forceinline__ int remote_index(const ncclx_ep_ll_group_desc_t &g, int r)
+{
+    return r < g.lsa_base ? r : r - g.lsa_size;
+}
+
+__device__ __forceinline__ int remote_rank(const ncclx_ep_ll_group_desc_t &g, int index)
+{
+    return index < g.lsa_base ? index : index + g.lsa_size;
+}
+
+// The network signal of source s's signal word (parity, direction) at this rank.
+__device__ __forceinline__ int net_signal_id(const ncclx_ep_ll_group_desc_t &g, int parity, int dir,
+                                             int s)
+{
+    return g.net_signal_base + (parity * 2 + dir) * g.ranks + s;
 }
 
 __device__ __forceinline__ unsigned long long *
@@ -288,6 +316,22 @@ source_signal(const ncclx_ep_ll_group_desc_t &g, int dir, int s, const Op &op)
     return signal_at(peer_base(g, g.rank), g, op.parity, s, dir == kDispatchDir ? 0 : 1);
 }
 
+// Source s's signal word of operation op in direction dir as this rank may read it now.  A
+// source of this domain stores it with release; a remote one puts it, then adds 1 to its network
+// signal, which says that the word and the data put before it have landed: the word counts only
+// once the network signal has counted this operation (every source signals every operation of
+// a direction: (seq >> 1) + 1 of them on this parity since the group's start).  Until then 0,
+// which never matches a tag.
+__device__ __forceinline__ unsigned long long read_source_signal(const ncclx_ep_ll_group_desc_t &g,
+                                                                 int dir, int s, const Op &op)
+{
+    if (is_remote(g, s) &&
+        net_read_signal(g.net, net_signal_id(g, op.parity, dir, s)) < (op.seq >> 1) + 1) {
+        return 0;
+    }
+    return ld_acquire_sys(source_signal(g, dir, s, op));
+}
+
 // wait_source for a group without a mask.  Only a timeout can make threads see different
 // things, and a timeout halts the group (its results are undefined from then on and every
 // later call says so), so each thread goes by the signal it reads: no decision word, no
@@ -299,10 +343,9 @@ __device__ __forceinline__ int wait_source_unmasked(const ncclx_ep_ll_group_desc
     if (!live) {
         return -1;
     }
-    const unsigned long long *signal = source_signal(g, dir, s, op);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
-        const unsigned long long v = ld_acquire_sys(signal);
+        const unsigned long long v = read_source_signal(g, dir, s, op);
         if (ncclx_ep_signal_tag(v) == op.tag) {
             if (ncclx_ep_signal_op(v) != want_op) {
                 report_error(g, kErrorMismatch);
@@ -347,10 +390,9 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
     if (!live) {
         return settle(word, seen, op.tag, -1, mine);
     }
-    const unsigned long long *signal = source_signal(g, dir, s, op);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
-        const unsigned long long v = ld_acquire_sys(signal);
+        const unsigned long long v = read_source_signal(g, dir, s, op);
         if (ncclx_ep_signal_tag(v) == op.tag) {
             const bool match = ncclx_ep_signal_op(v) == want_op;
             const int got =

@@ -39,6 +39,15 @@ __device__ __forceinline__ char *message_at(char *base, const ncclx_ep_ll_group_
            ((size_t)(parity * g.ranks + source) * g.max_tokens + slot) * g.msg_bytes;
 }
 
+// A message to remote rank d is staged in this rank's arena, in d's row at its slot: the rows
+// of a destination are contiguous, so its messages cross the network in one put
+// (ep_ll_net.cu).
+__device__ __forceinline__ char *staged_message(const ncclx_ep_ll_group_desc_t &g, int d, int slot)
+{
+    return peer_base(g, g.rank) + g.net_dispatch_out +
+           ((size_t)remote_index(g, d) * g.max_tokens + slot) * g.msg_bytes;
+}
+
 // Destinations of token t: lane k < topk reads top-k entry k; the lane of a rank's first
 // entry holds that rank's message (slot from the routing).  Also returns each lane's
 // destination rank (-1 if none) and its rank order among the token's destinations.
@@ -65,7 +74,11 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
     r.order = destination_order(d, first);
     const bool send = first && view.has(d);
     r.msgs.lanes = __ballot_sync(0xffffffffu, send);
-    r.msgs.mine = send ? message_at(peer_base(g, d), g, parity, g.rank, slot) : nullptr;
+    r.msgs.mine = nullptr;
+    if (send) {
+        r.msgs.mine = is_remote(g, d) ? staged_message(g, d, slot)
+                                      : message_at(peer_base(g, d), g, parity, g.rank, slot);
+    }
     return r;
 }
 
@@ -199,10 +212,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             warp_copy_to(payload, src, begin, end, lane);
         }
     }
-    // A rank evicted while it sent signals nothing: its peers have masked it already.
+    // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
+    // ranks are signalled by the network kernel, after their puts.
     if (last_block(&g.state->dispatch_arrive) && !self_out(g)) {
         for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-            if (view.has(d)) {
+            if (view.has(d) && !is_remote(g, d)) {
                 st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0),
                                ncclx_ep_signal_word(op.tag, a.op, (unsigned)h.send_count[d]));
             }
@@ -393,7 +407,11 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
                                                         cudaStream_t stream)
 {
     ncclx::dispatch_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
-    return cudaGetLastError();
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
+        err = ncclx_ep_ll_launch_dispatch_net(g, h, a, stream);
+    }
+    return err;
 }
 
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,

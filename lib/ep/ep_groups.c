@@ -36,6 +36,12 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->hidden = (int)g->dims.hidden;
     d->blocks = g->plan.sm_budget != 0 ? (int)g->plan.sm_budget : blocks;
     d->peers = (void *const *)ctx->peer_table;
+    d->lsa_size = (int)ctx->norm.team.lsa_size;
+    d->lsa_base = rank / d->lsa_size * d->lsa_size;
+    d->net = ctx->net;
+    d->net_dispatch_out = r->net_dispatch_out;
+    d->net_combine_out = r->net_combine_out;
+    d->net_signal_base = (int)r->net_signal_base;
     d->dispatch_recv = r->dispatch_recv;
     d->combine_recv = r->combine_recv;
     d->signals = r->signals;
@@ -128,8 +134,8 @@ static cudaError_t ncclx_ep_kernels_load(void)
 {
     cudaError_t (*const loaders[])(void) = {ncclx_ep_ll_route_load,   ncclx_ep_ll_dispatch_load,
                                             ncclx_ep_ll_combine_load, ncclx_ep_ll_mask_load,
-                                            ncclx_ep_ht_route_load,   ncclx_ep_ht_rows_load,
-                                            ncclx_ep_ht_data_load};
+                                            ncclx_ep_ll_net_load,     ncclx_ep_ht_route_load,
+                                            ncclx_ep_ht_rows_load,    ncclx_ep_ht_data_load};
     cudaError_t err = cudaSuccess;
     for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]) && err == cudaSuccess; i++) {
         err = loaders[i]();

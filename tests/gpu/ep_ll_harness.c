@@ -76,6 +76,7 @@ void ep_team_plan(ep_team_t *t, uint32_t experts, uint32_t max_topk, uint32_t hi
     g.num_handles = 4;
     g.timeout_ns = 20000000000ull; /* a lost signal fails the test instead of hanging it */
     t->group_plan = g;
+    t->nodes = 0;
     t->group_plans[0] = &t->group_plan;
     plan.num_ep_groups = 1;
     plan.ep_groups = t->group_plans;
@@ -95,7 +96,10 @@ void ep_team_open(ep_team_t *t, uint32_t ranks)
         assert_ncclx_ok(ncclxContextGetInfo(t->ctx[0], &info));
         assert_int_equal(info.num_ranks, 1);
     } else {
-        assert_ncclx_ok(ncclxLoopbackInit(&t->plan, ranks, 0, t->ctx));
+        ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+        config.num_ranks = ranks;
+        config.num_nodes = t->nodes;
+        assert_ncclx_ok(ncclxLoopbackInitConfig(&t->plan, &config, t->ctx));
     }
     /* Created back to back, so that each rank's stream gets its own hardware queue. */
     for (uint32_t r = 0; r < t->ranks; r++) {

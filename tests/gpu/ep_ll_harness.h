@@ -38,7 +38,8 @@ float ep_rand_unit(void);           /* uniform in [0, 1) */
 
 typedef struct {
     uint32_t ranks;
-    int singleton; /* 1: ncclxInit on a real NCCL communicator (rank 0 of 1) */
+    uint32_t nodes; /* loopback: 0 no shape, N emulated nodes (ncclxLoopbackConfig_t) */
+    int singleton;  /* 1: ncclxInit on a real NCCL communicator (rank 0 of 1) */
     ncclxEpGroupPlan_t group_plan;
     const ncclxEpGroupPlan_t *group_plans[1];
     ncclxPlan_t plan;
@@ -55,7 +56,8 @@ typedef struct {
  */
 void ep_team_plan(ep_team_t *t, uint32_t experts, uint32_t max_topk, uint32_t hidden,
                   uint32_t max_tokens);
-/** ranks > 0: a loopback team; ranks == 0: ncclxInit, rank 0 of 1.  One stream per rank. */
+/** ranks > 0: a loopback team (of t->nodes emulated nodes when set); ranks == 0: ncclxInit,
+ *  rank 0 of 1.  One stream per rank. */
 void ep_team_open(ep_team_t *t, uint32_t ranks);
 void ep_team_close(ep_team_t *t);
 /** Waits for every rank's stream; fails on a CUDA error or a nonzero asynchronous error. */

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * LL across load/store domains (docs/multi-node.md).  The send kernels store what goes to a
+ * rank of another domain into this rank's network staging instead of the rank's arena; these
+ * kernels, launched right after them in stream order, put it where the store would have gone
+ * and then signal: dispatch, each remote destination's messages (contiguous by slot: one put,
+ * cut into pieces over the warps); combine, each row to its (token, slot) at the source.  Every
+ * warp flushes its puts before it arrives (the staging is reused by the next operation), and the
+ * grid's last block puts each remote rank's signal word into its signal slot with a network
+ * signal, which the rank reads before the word (read_source_signal).
+ */
+#include "ep_ll_common.cuh"
+
+namespace ncclx
+{
+namespace
+{
+
+static_assert(sizeof(ncclx_ep_dev_state_t) <= 256, "LL state fits NCCLX_EP_DEV_STATE_BYTES");
+
+// Bytes of one put of a destination's staged messages.
+constexpr size_t kNetPieceBytes = 64 * 1024;
+
+// The last block: the signal word of every remote rank in view, put into its slot (parity, this
+// rank, dir) with one network signal each; one warp per rank.
+__device__ __forceinline__ void signal_remote(const ncclx_ep_ll_group_desc_t &g,
+                                              const LiveView &view, const Op &op, int dir,
+                                              unsigned op_word, const int32_t *counts)
+{
+    const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size;
+    for (int ri = threadIdx.x / kWarpSize; ri < remote; ri += kWarps) {
+        const int d = remote_rank(g, ri);
+        if (!view.has(d)) {
+            continue;
+        }
+        const unsigned count = counts != nullptr ? (unsigned)counts[d] : 0u;
+        const size_t slot = g.signals + ((size_t)(op.parity * g.ranks + g.rank) * 2 + dir) * 8;
+        net_put_value_signal_warp(g.net, d, slot, ncclx_ep_signal_word(op.tag, op_word, count),
+                                  net_signal_id(g, op.parity, dir, g.rank), 1ull, lane);
+    }
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    dispatch_net_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                        ncclx_ep_ll_dispatch_desc_t a)
+{
+    __shared__ LiveView view;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t row = (size_t)g.max_tokens * g.msg_bytes;
+    const int pieces = (int)((row + kNetPieceBytes - 1) / kNetPieceBytes);
+    for (int u = warp; u < remote * pieces; u += warps) {
+        const int ri = u / pieces, d = remote_rank(g, ri);
+        const size_t begin = (size_t)(u % pieces) * kNetPieceBytes;
+        const size_t bytes = (size_t)h.send_count[d] * g.msg_bytes;
+        if (!view.has(d) || begin >= bytes) {
+            continue;
+        }
+        const size_t src = g.net_dispatch_out + (size_t)ri * row + begin;
+        const size_t dst = g.dispatch_recv + (size_t)(op.parity * g.ranks + g.rank) * row + begin;
+        net_put_warp(g.net, d, dst, src, min(kNetPieceBytes, bytes - begin), lane);
+    }
+    net_flush_warp(g.net, lane);
+    if (last_block(&g.state->net_arrive) && !self_out(g)) {
+        signal_remote(g, view, op, kDispatchDir, a.op, h.send_count);
+    }
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    combine_net_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                       ncclx_ep_ll_combine_desc_t a)
+{
+    __shared__ LiveView view;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->combine_seq);
+    const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size, T = g.max_tokens;
+    const int K = h.topk;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t row = (size_t)g.hidden * (a.dtype == kFp32 ? 4 : 2);
+    for (int u = warp; u < remote * T; u += warps) {
+        const int ri = u / T, i = u % T, s = remote_rank(g, ri), m = s * T + i;
+        if (!view.has(s) || i >= h.recv_count[s] || h.recv_tok[m] == NCCLX_EP_TOKEN_DROPPED) {
+            continue;
+        }
+        const int t = ncclx_ep_packed_token(h.recv_tok[m]);
+        const size_t staged =
+            g.net_combine_out + ((size_t)ri * T + i) * g.combine_slots * g.combine_slot_bytes;
+        // The slots combine_send_kernel filled: rank-major the token's rank order, expert-major
+        // each top-k entry this rank served.
+        const unsigned slots =
+            h.expert_major
+                ? __ballot_sync(0xffffffffu, lane < K && h.recv_pos[(size_t)m * K + lane] >= 0)
+                : 1u << ncclx_ep_packed_order(h.recv_tok[m]);
+        for (unsigned rest = slots; rest != 0; rest &= rest - 1) {
+            const int k = __ffs(rest) - 1;
+            const size_t dst =
+                g.combine_recv +
+                ((size_t)(op.parity * T + t) * g.combine_slots + k) * g.combine_slot_bytes;
+            net_put_warp(g.net, s, dst, staged + (size_t)k * g.combine_slot_bytes, row, lane);
+        }
+    }
+    net_flush_warp(g.net, lane);
+    if (last_block(&g.state->net_arrive) && !self_out(g)) {
+        signal_remote(g, view, op, kCombineDir, a.op, nullptr);
+    }
+}
+
+} // namespace
+} // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_net(const ncclx_ep_ll_group_desc_t *g,
+                                                       const ncclx_ep_ll_handle_desc_t *h,
+                                                       const ncclx_ep_ll_dispatch_desc_t *a,
+                                                       cudaStream_t stream)
+{
+    ncclx::dispatch_net_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_desc_t *g,
+                                                      const ncclx_ep_ll_handle_desc_t *h,
+                                                      const ncclx_ep_ll_combine_desc_t *a,
+                                                      cudaStream_t stream)
+{
+    ncclx::combine_net_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ncclx_ep_ll_net_load(void)
+{
+    const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_net_kernel),
+                                   reinterpret_cast<const void *>(ncclx::combine_net_kernel)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
+}
