@@ -61,6 +61,11 @@ float bench_token_value(const bench_inputs_t *in, uint32_t rank, uint32_t token,
 
 /* Top-k entries (expert id >= 0) of rank's first n tokens. */
 uint64_t bench_valid_entries(const bench_inputs_t *in, uint32_t rank, uint32_t n);
+/* Rows rank must send to ranks of other nodes (per_node ranks per node) with n tokens each:
+ * dispatch, its tokens once per remote destination rank; combine, the rows it returns to remote
+ * sources (expert-major: one per entry it served; rank-major: one per token). */
+void bench_remote_rows(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint32_t per_node,
+                       int expert_major, uint64_t *dispatch, uint64_t *combine);
 
 size_t bench_dtype_size(ncclxDataType_t dtype);
 const char *bench_dtype_name(ncclxDataType_t dtype);

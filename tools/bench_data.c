@@ -97,6 +97,35 @@ uint64_t bench_valid_entries(const bench_inputs_t *in, uint32_t rank, uint32_t n
     return valid;
 }
 
+/* Whether one of token t's entries (first n tokens of rank) has its expert on rank d. */
+static uint32_t bench_entries_on(const bench_inputs_t *in, uint32_t rank, uint32_t t, uint32_t d)
+{
+    const int64_t *idx = in->topk_idx + ((size_t)rank * in->tokens + t) * in->topk;
+    const uint32_t per_rank = in->experts / in->ranks;
+    uint32_t on = 0;
+    for (uint32_t k = 0; k < in->topk; k++) {
+        on += idx[k] >= 0 && (uint32_t)idx[k] / per_rank == d;
+    }
+    return on;
+}
+
+void bench_remote_rows(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint32_t per_node,
+                       int expert_major, uint64_t *dispatch, uint64_t *combine)
+{
+    *dispatch = *combine = 0;
+    for (uint32_t d = 0; d < in->ranks; d++) {
+        if (d / per_node == rank / per_node) {
+            continue;
+        }
+        for (uint32_t t = 0; t < n; t++) {
+            const uint32_t to = bench_entries_on(in, rank, t, d);
+            const uint32_t back = bench_entries_on(in, d, t, rank);
+            *dispatch += to > 0;
+            *combine += expert_major ? back : back > 0;
+        }
+    }
+}
+
 /* ---- element types ---- */
 
 size_t bench_dtype_size(ncclxDataType_t dtype)

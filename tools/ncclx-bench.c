@@ -474,6 +474,42 @@ static void print_row(const bench_team_t *t, const bench_row_t *row)
     fflush(stdout);
 }
 
+/* Bytes every local rank put across the network so far (the emulated network counts them). */
+static int bench_net_bytes(const bench_team_t *t, uint64_t *bytes)
+{
+    *bytes = 0;
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        ncclxNetStats_t stats = NCCLX_NET_STATS_INIT;
+        BENCH_NCCLX(ncclxContextGetNetStats(t->r[i].ctx, &stats), "ncclxContextGetNetStats",
+                    t->r[i].rank);
+        *bytes += stats.bytes;
+    }
+    return 0;
+}
+
+/* A shaped team: what crossed the emulated network per rank and dispatch + combine, next to
+ * the least that must (each token's row once per remote destination rank, each combine row
+ * once) and the time it would take at 50 GB/s, one 400 Gb/s NIC per GPU. */
+static void print_network(const bench_team_t *t, const bench_inputs_t *in, uint32_t n,
+                          const uint64_t entry[BENCH_NUM_OPS], uint64_t crossed)
+{
+    const bench_options_t *o = &t->o;
+    const uint64_t ops = (uint64_t)o->warmup + o->iters;
+    uint64_t least = 0;
+    for (uint32_t i = 0; i < t->nlocal; i++) {
+        uint64_t dispatch, combine;
+        bench_remote_rows(in, t->r[i].rank, n, t->ranks / o->nodes,
+                          o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR, &dispatch, &combine);
+        least += dispatch * entry[BENCH_DISPATCH] + combine * entry[BENCH_COMBINE];
+    }
+    const double per_rank = (double)crossed / ops / t->nlocal;
+    const double least_per_rank = (double)least / t->nlocal;
+    printf("#   emulated network, per rank and dispatch + combine: %.0f bytes crossed, least "
+           "possible %.0f (%.3fx: message headers and signal words), %.1f us at 50 GB/s\n",
+           per_rank, least_per_rank, least_per_rank > 0 ? per_rank / least_per_rank : 0.0,
+           per_rank / 50e3);
+}
+
 /* One configuration: n tokens per rank. */
 static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int leader,
                    uint64_t *wrong)
@@ -485,10 +521,12 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
                                            (uint64_t)o->hidden * bench_dtype_size(o->dtype)};
     const int ht = o->algo == NCCLX_EP_ALGO_HT;
     bench_row_t row;
+    uint64_t net_before = 0, net_after = 0;
     memset(&row, 0, sizeof(row));
     if (bench_team_route(t, n) != 0 ||
         (o->check && (ht ? bench_ht_fill(t, in) : bench_fill_expert_out(t, in)) != 0) ||
-        (o->graph && bench_team_capture(t) != 0) || bench_time_ops(t, row.stats) != 0) {
+        (o->graph && bench_team_capture(t) != 0) || bench_net_bytes(t, &net_before) != 0 ||
+        bench_time_ops(t, row.stats) != 0 || bench_net_bytes(t, &net_after) != 0) {
         return -1;
     }
     for (int op = 0; op < BENCH_NUM_OPS; op++) {
@@ -515,6 +553,9 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
     *wrong += row.wrong;
     if (leader) {
         print_row(t, &row);
+        if (o->nodes > 1 && !o->comm) {
+            print_network(t, in, n, entry, net_after - net_before);
+        }
     }
     return 0;
 }

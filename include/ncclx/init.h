@@ -46,6 +46,7 @@ struct ncclComm;
 
 #define NCCLX_MAGIC_INIT_CONFIG  0x6e786963u /* 'nxic' */
 #define NCCLX_MAGIC_CONTEXT_INFO 0x6e786369u /* 'nxci' */
+#define NCCLX_MAGIC_NET_STATS    0x6e786e73u /* 'nxns' */
 
 typedef struct {
     NCCLX_STRUCT_HEADER;
@@ -134,6 +135,32 @@ ncclxResult_t ncclxContextGetPlacement(ncclxContext_t context, ncclxPlacement_t 
 
 /** Fills *info (start from NCCLX_CONTEXT_INFO_INIT). */
 ncclxResult_t ncclxContextGetInfo(ncclxContext_t context, ncclxContextInfo_t *info);
+
+/** The network between load/store domains of a context (docs/multi-node.md). */
+typedef enum {
+    NCCLX_NET_KIND_NONE = 0,     /**< one load/store domain: no network */
+    NCCLX_NET_KIND_EMULATED = 1, /**< a loopback team shaped as several nodes */
+    NCCLX_NET_KIND_GIN = 2,      /**< NCCL GIN (GPU-initiated networking) */
+} ncclxNetKind_t;
+
+/** What this rank sent across the network so far. */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    uint32_t kind;    /**< ncclxNetKind_t */
+    uint32_t counted; /**< 1: the counters below are kept (the emulated network only) */
+    uint64_t bytes;   /**< payload bytes put to ranks of other load/store domains */
+    uint64_t puts;    /**< put operations, those carrying a signal included */
+    uint64_t signals; /**< signals sent */
+} ncclxNetStats_t;
+
+#define NCCLX_NET_STATS_INIT                                                            \
+    {                                                                                   \
+        NCCLX_STRUCT_HEADER_INIT(ncclxNetStats_t, NCCLX_MAGIC_NET_STATS), 0, 0, 0, 0, 0 \
+    }
+
+/** Fills *stats (start from NCCLX_NET_STATS_INIT).  Waits for nothing: counters of work still
+ *  running on the GPU may be partial (synchronize the ranks' streams first). */
+ncclxResult_t ncclxContextGetNetStats(ncclxContext_t context, ncclxNetStats_t *stats);
 
 #ifdef __cplusplus
 }

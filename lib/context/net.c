@@ -13,6 +13,7 @@
 #include "error.h"
 #include "gpu_check.h"
 #include "log.h"
+#include "struct.h"
 
 static void *ncclx_net_device(struct ncclxContext *ctx, size_t offset)
 {
@@ -114,3 +115,27 @@ ncclxResult_t ncclx_net_read_stats(struct ncclxContext *ctx, ncclx_net_stats_t *
     return NCCLX_CUDA_STATUS(
         cudaMemcpy(stats, ctx->net.stats, sizeof(*stats), cudaMemcpyDeviceToHost));
 }
+
+ncclxResult_t ncclxContextGetNetStats(ncclxContext_t ctx, ncclxNetStats_t *stats)
+{
+    ncclxNetStats_t mine = NCCLX_NET_STATS_INIT;
+    ncclx_net_stats_t counters;
+    if (ctx == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxContextGetNetStats: context is NULL");
+    }
+    NCCLX_CHECK(
+        ncclx_struct_check_output(stats, NCCLX_MAGIC_NET_STATS, NCCLX_NET_STATS_SIZE_V1, "stats"));
+    NCCLX_CHECK(ncclx_net_read_stats(ctx, &counters));
+    mine.kind = (uint32_t)ctx->net.kind; /* ncclx_net_kind_t and ncclxNetKind_t agree */
+    mine.counted = ctx->net.kind == NCCLX_NET_EMULATED;
+    mine.bytes = counters.bytes;
+    mine.puts = counters.puts;
+    mine.signals = counters.signals;
+    ncclx_struct_export(stats, &mine, sizeof(mine));
+    return ncclxSuccess;
+}
+
+_Static_assert((int)NCCLX_NET_KIND_NONE == (int)NCCLX_NET_NONE &&
+                   (int)NCCLX_NET_KIND_EMULATED == (int)NCCLX_NET_EMULATED &&
+                   (int)NCCLX_NET_KIND_GIN == (int)NCCLX_NET_GIN,
+               "the public network kinds are the transport's");

@@ -35,6 +35,7 @@
 #define NCCLX_M2N_TENSOR_SIZE_V1      80u
 /* Added after 0.2 (not released yet). */
 #define NCCLX_LOOPBACK_CONFIG_SIZE_V1 32u
+#define NCCLX_NET_STATS_SIZE_V1       48u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -63,7 +64,9 @@
     X(ncclxEpHandleState_t, NCCLX_MAGIC_EP_HANDLE_STATE, NCCLX_EP_HANDLE_STATE_SIZE_V1,          \
       global_expert_ids)                                                                         \
     X(ncclxM2nTensor_t, NCCLX_MAGIC_M2N_TENSOR, NCCLX_M2N_TENSOR_SIZE_V1, placements)            \
-    X(ncclxLoopbackConfig_t, NCCLX_MAGIC_LOOPBACK_CONFIG, NCCLX_LOOPBACK_CONFIG_SIZE_V1, reserved0)
+    X(ncclxLoopbackConfig_t, NCCLX_MAGIC_LOOPBACK_CONFIG, NCCLX_LOOPBACK_CONFIG_SIZE_V1,         \
+      reserved0)                                                                                 \
+    X(ncclxNetStats_t, NCCLX_MAGIC_NET_STATS, NCCLX_NET_STATS_SIZE_V1, signals)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

@@ -290,6 +290,20 @@ static ncclxResult_t call_loopback_init_config(void *s)
     return ncclxLoopbackInitConfig(&abi.plan.plan, s, ctx);
 }
 
+static void make_net_stats(void *s)
+{
+    *(ncclxNetStats_t *)s = (ncclxNetStats_t)NCCLX_NET_STATS_INIT;
+}
+static ncclxResult_t call_net_stats(void *s)
+{
+    return ncclxContextGetNetStats(abi.ctx, s);
+}
+/* The CPU context has no network: kind NONE, nothing counted. */
+static void expected_net_stats(void *s)
+{
+    *(ncclxNetStats_t *)s = (ncclxNetStats_t)NCCLX_NET_STATS_INIT;
+}
+
 static void make_context_info(void *s)
 {
     *(ncclxContextInfo_t *)s = (ncclxContextInfo_t)NCCLX_CONTEXT_INFO_INIT;
@@ -452,6 +466,8 @@ static const abi_probe_t abi_probes[] = {
     {NCCLX_MAGIC_LOOPBACK_CONFIG, "ncclxLoopbackInitConfig", "config", make_loopback_config,
      call_loopback_init_config, ncclxInvalidArgument,
      "config->num_nodes=3 must be 0 (no shape) or divide config->num_ranks=4", NULL, 0},
+    {NCCLX_MAGIC_NET_STATS, "ncclxContextGetNetStats", "stats", make_net_stats, call_net_stats,
+     ncclxSuccess, NULL, expected_net_stats, 0},
     {NCCLX_MAGIC_CONTEXT_INFO, "ncclxContextGetInfo", "info", make_context_info,
      call_context_info, ncclxSuccess, NULL, expected_context_info, 0},
     {NCCLX_MAGIC_EP_HANDLE_CONFIG, "ncclxEpHandleCreate", "config", make_handle_config,
