@@ -166,6 +166,25 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* The reference implementation's LL buffer for the same group (NVIDIA's nccl_ep, its
+ * LowLatencyLayout): one buffer serves load/store and GIN peers alike, two slots of
+ * max(dispatch send + receive, combine send + receive) and two signal areas; expert-major (the
+ * larger).  B = hidden x 2 (BF16 rows); E experts, T tokens, K top-k, R ranks. */
+static uint64_t reference_ll_bytes(const plan_options_t *o, uint32_t ranks)
+{
+    const uint64_t B = (uint64_t)o->hidden * 2, T = o->ll_tokens, K = o->topk, E = o->experts;
+    const uint64_t hdr = align_up(4 + K * 2, 16), dmsg = hdr + B, cmsg = B / 2 / 128 * 4 + B;
+    const uint64_t dispatch = T * dmsg + (uint64_t)ranks * T * dmsg;
+    const uint64_t combine = E * T * cmsg + T * cmsg * K;
+    const uint64_t slot = dispatch > combine ? dispatch : combine, sig = align_up(4 * E, 128);
+    return 2 * slot + 2 * sig;
+}
+
 static int report(const plan_options_t *o, uint32_t ranks, int header)
 {
     ncclxEpGroupPlan_t groups[2];
@@ -191,13 +210,20 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
                "ht_recv=%u handles=%u m2n=%" PRIu64 " m2n_entries=%u (MiB per rank)\n",
                o->experts, o->hidden, o->topk, o->ll_tokens, o->ht_tokens, o->ht_recv, o->handles,
                o->m2n_bytes, o->m2n_entries);
-        printf("%6s %6s %6s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
-               "device", "mapped_host", "host", "per_handle");
+        printf("# nccl_ep_ll: the reference implementation's LL buffer for the same LL group "
+               "(its formula, expert-major), beside our symmetric bytes\n");
+        printf("%6s %6s %6s %12s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
+               "device", "mapped_host", "host", "per_handle", "nccl_ep_ll");
     }
-    printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f\n", ranks, team.num_nodes, team.lsa_size,
+    printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f", ranks, team.num_nodes, team.lsa_size,
            mib(sizes.total[NCCLX_MEM_SYMMETRIC]), mib(sizes.total[NCCLX_MEM_DEVICE]),
            mib(sizes.total[NCCLX_MEM_MAPPED_HOST]), mib(sizes.total[NCCLX_MEM_HOST]),
            mib(sizes.per_handle[NCCLX_MEM_DEVICE]));
+    if (o->ll_tokens != 0) {
+        printf(" %12.2f\n", mib(reference_ll_bytes(o, ranks)));
+    } else {
+        printf(" %12s\n", "-");
+    }
     if (o->regions) {
         printf("\n");
         if (o->m2n_bytes != 0) {

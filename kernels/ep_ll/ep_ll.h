@@ -60,6 +60,7 @@ typedef struct {
     int lsa_base, lsa_size;
     ncclx_net_desc_t net;
     size_t net_dispatch_out, net_combine_out; /* symmetric: [R - lsa][T] messages, rows */
+    int net_combine_rows; /* staged combine rows per message: expert-major min(K, L), else 1 */
     int net_signal_base;
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
     size_t msg_bytes;

@@ -29,11 +29,13 @@ __device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_grou
                g.combine_slot_bytes;
 }
 
-__device__ __forceinline__ char *staged_row(const ncclx_ep_ll_group_desc_t &g, int s, int i,
-                                            int slot)
+// Row c of message i from remote source s, staged in this rank's arena (ep_ll_net.cu puts it
+// where combine_slot would have stored it).  A message carries one row rank-major and one per
+// entry this rank served expert-major, at most net_combine_rows: c counts them in entry order.
+__device__ __forceinline__ char *staged_row(const ncclx_ep_ll_group_desc_t &g, int s, int i, int c)
 {
     return peer_base(g, g.rank) + g.net_combine_out +
-           (((size_t)remote_index(g, s) * g.max_tokens + i) * g.combine_slots + slot) *
+           (((size_t)remote_index(g, s) * g.max_tokens + i) * g.net_combine_rows + c) *
                g.combine_slot_bytes;
 }
 
@@ -62,14 +64,13 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
         const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
         const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
-        // A remote source's rows are staged in its row of this rank's arena, by message and
-        // slot (ep_ll_net.cu puts each where combine_slot would have stored it).
+        // A remote source's rows are staged in this rank's arena (staged_row).
         const bool remote = is_remote(g, s);
         char *peer = remote ? nullptr : peer_base(g, s);
         LaneTargets to;
         if (!h.expert_major) {
             to.lanes = 1u;
-            to.mine = remote ? staged_row(g, s, i, order) : combine_slot(peer, g, parity, t, order);
+            to.mine = remote ? staged_row(g, s, i, 0) : combine_slot(peer, g, parity, t, order);
             going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
             continue;
         }
@@ -80,7 +81,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             const int k = __ffs(rest) - 1;
             const int pk = __shfl_sync(0xffffffffu, p, k);
             to.lanes = 1u;
-            to.mine = remote ? staged_row(g, s, i, k) : combine_slot(peer, g, parity, t, k);
+            to.mine = remote ? staged_row(g, s, i, __popc(rows & ((1u << k) - 1)))
+                             : combine_slot(peer, g, parity, t, k);
             going = warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane, stop);
         }
     }

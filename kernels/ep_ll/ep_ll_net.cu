@@ -87,19 +87,19 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
         const int t = ncclx_ep_packed_token(h.recv_tok[m]);
         const size_t staged =
-            g.net_combine_out + ((size_t)ri * T + i) * g.combine_slots * g.combine_slot_bytes;
+            g.net_combine_out + ((size_t)ri * T + i) * g.net_combine_rows * g.combine_slot_bytes;
         // The slots combine_send_kernel filled: rank-major the token's rank order, expert-major
         // each top-k entry this rank served.
         const unsigned slots =
             h.expert_major
                 ? __ballot_sync(0xffffffffu, lane < K && h.recv_pos[(size_t)m * K + lane] >= 0)
                 : 1u << ncclx_ep_packed_order(h.recv_tok[m]);
-        for (unsigned rest = slots; rest != 0; rest &= rest - 1) {
+        for (unsigned rest = slots, c = 0; rest != 0; rest &= rest - 1, c++) {
             const int k = __ffs(rest) - 1;
             const size_t dst =
                 g.combine_recv +
                 ((size_t)(op.parity * T + t) * g.combine_slots + k) * g.combine_slot_bytes;
-            net_put_warp(g.net, s, dst, staged + (size_t)k * g.combine_slot_bytes, row, lane);
+            net_put_warp(g.net, s, dst, staged + (size_t)c * g.combine_slot_bytes, row, lane);
         }
     }
     net_flush_warp(g.net, lane);

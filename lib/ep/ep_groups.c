@@ -41,6 +41,7 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->net = ctx->net;
     d->net_dispatch_out = r->net_dispatch_out;
     d->net_combine_out = r->net_combine_out;
+    d->net_combine_rows = (int)r->net_combine_rows;
     d->net_signal_base = (int)r->net_signal_base;
     d->dispatch_recv = r->dispatch_recv;
     d->combine_recv = r->combine_recv;

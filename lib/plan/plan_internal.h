@@ -77,9 +77,10 @@ typedef struct {
     size_t ht_counters;      /* device, HT: [R][E] + [R][R] int32 routing counts */
     /* Across load/store domains (docs/multi-node.md): what this rank puts to ranks of other
      * domains is staged here (the network moves bytes between symmetric arenas only). */
-    size_t net_dispatch_out;  /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
-    size_t net_combine_out;   /* symmetric, LL: [R - lsa][T][combine_slots] rows */
-    uint32_t net_signal_base; /* LL: first of its 4R network signals ((parity, dir) x source) */
+    size_t net_dispatch_out;   /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
+    size_t net_combine_out;    /* symmetric, LL: [R - lsa][T][net_combine_rows] rows */
+    uint32_t net_combine_rows; /* LL: rows a message returns at most (expert-major: min(K, L)) */
+    uint32_t net_signal_base;  /* LL: first of its 4R network signals ((parity, dir) x source) */
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n/m2n.h describes them. */

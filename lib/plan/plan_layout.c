@@ -124,17 +124,21 @@ static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi
 /* LL on a team of several load/store domains: the staging of what goes to other domains, and
  * the group's network signals.  Empty on one domain. */
 static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const ncclxTeam_t *team,
-                                         const ncclx_ep_dims_t *d, uint32_t *num_signals,
-                                         ncclx_ep_group_regions_t *r)
+                                         const ncclxEpGroupPlan_t *g, const ncclx_ep_dims_t *d,
+                                         uint32_t *num_signals, ncclx_ep_group_regions_t *r)
 {
     const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
     const size_t remote = on ? (size_t)team->num_ranks - team->lsa_size : 0;
     size_t bytes;
+    /* A message returns one row rank-major, and expert-major one per entry served here. */
+    r->net_combine_rows = (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)
+                              ? (d->topk < d->local_experts ? d->topk : d->local_experts)
+                              : 1;
     NCCLX_CHECK(ncclx_product(remote, d->tokens, d->dispatch_msg_bytes, "dispatch network staging",
                               gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch network staging", bytes, 1,
                               &r->net_dispatch_out));
-    NCCLX_CHECK(ncclx_product(remote * d->tokens, d->combine_slots, d->combine_slot_bytes,
+    NCCLX_CHECK(ncclx_product(remote * d->tokens, r->net_combine_rows, d->combine_slot_bytes,
                               "combine network staging", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging", bytes, 1,
                               &r->net_combine_out));
@@ -156,10 +160,11 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = NCCLX_NO_REGION;
     r->net_dispatch_out = r->net_combine_out = NCCLX_NO_REGION;
+    r->net_combine_rows = 0;
     r->net_signal_base = *net_signals;
     if (ll) {
         NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask, &d, r));
-        NCCLX_CHECK(ncclx_layout_ep_net(layout, gi, team, &d, net_signals, r));
+        NCCLX_CHECK(ncclx_layout_ep_net(layout, gi, team, g, &d, net_signals, r));
     } else {
         NCCLX_CHECK(ncclx_layout_ep_ht_symmetric(layout, gi, &d, r));
     }

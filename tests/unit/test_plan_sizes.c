@@ -132,10 +132,10 @@ static void test_ll_scales_with_ranks(void **state)
     /* 64 ranks on 8 nodes of 8: dispatch = 2 * 64 * 128 * 14416 = 236191744; combine and
      * signals as before except signals = 2 * 64 * 16 = 2048; mask words 64 * 20 = 1280.
      * What goes to the 56 ranks of other nodes is staged: dispatch 56 * 128 * 14416 =
-     * 103333888, combine 56 * 128 * 8 slots * 14336 = 822083584; and the emulator's network
-     * signals, 4 contexts * (4 * 64 signals) * 8 = 8192. */
+     * 103333888, combine 56 * 128 messages * min(top-k 8, 4 local experts) rows * 14336 =
+     * 411041792; and the emulator's network signals, 4 contexts * (4 * 64 signals) * 8 = 8192. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull +
-                                                       64ull * 20ull + 103333888ull + 822083584ull +
+                                                       64ull * 20ull + 103333888ull + 411041792ull +
                                                        8192ull);
     /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
      * decisions 2 * 64 * 8 = 1024 at 768; mask 64 * 4 = 256 at 1792;
