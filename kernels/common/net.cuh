@@ -194,6 +194,36 @@ __device__ __forceinline__ void net_put_value_signal_warp(const ncclx_net_desc_t
     __syncwarp();
 }
 
+// net_put_value_signal_warp from one thread, for a word only (a clean's proposal, an eviction);
+// signal < 0: no signal (the peer polls the word; it lands, but orders nothing).  The emulator
+// does not apply held puts here: call it only after this rank flushed its puts to the peer.
+template <typename T> // 4 or 8 bytes
+__device__ __forceinline__ void net_put_value_thread(const ncclx_net_desc_t &n, int peer,
+                                                     size_t dst_off, T value, int signal,
+                                                     unsigned long long add)
+{
+    if (n.kind == NCCLX_NET_GIN) {
+        gin_put_value_thread(n, peer, dst_off, value, signal, add);
+        return;
+    }
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "a word of 4 or 8 bytes");
+    atomicAdd(&n.stats->bytes, (unsigned long long)sizeof(value));
+    atomicAdd(&n.stats->puts, 1ull);
+    *reinterpret_cast<volatile T *>(emu_arena(n, peer) + dst_off) = value;
+    if (signal >= 0) {
+        atomicAdd(&n.stats->signals, 1ull);
+        if (n.delay_ns != 0) {
+            const unsigned long long until = globaltimer() + n.delay_ns;
+            while (globaltimer() < until) {
+            }
+        }
+        __threadfence_system();
+        atomicAdd(emu_signal(n, peer, signal), add);
+    } else {
+        __threadfence_system();
+    }
+}
+
 // Every put this rank posted so far has read its source: the sources may be reused.  Says
 // nothing about the peers (only a signal does).
 __device__ __forceinline__ void net_flush_warp(const ncclx_net_desc_t &n, int lane)

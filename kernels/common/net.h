@@ -30,6 +30,9 @@
 extern "C" {
 #endif
 
+/* An absent region's offset (the plan's NCCLX_NO_REGION). */
+#define NCCLX_NO_NET_REGION ((size_t)-1)
+
 /* NCCL 2.28.9 gives at most 4 GIN contexts; a context index is taken modulo this. */
 #define NCCLX_NET_CONTEXTS 4
 

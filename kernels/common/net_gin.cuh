@@ -60,6 +60,25 @@ __device__ __forceinline__ void gin_put_value_warp(const ncclx_net_desc_t &n, in
                  ncclGin_SignalAdd{(ncclGinSignal_t)(n.signal_base + signal), add}, ncclCoopWarp());
 }
 
+// The same from one thread (ncclCoopThread); signal < 0: no signal.
+template <typename T>
+__device__ __forceinline__ void gin_put_value_thread(const ncclx_net_desc_t &n, int peer,
+                                                     size_t dst_off, T value, int signal,
+                                                     unsigned long long add)
+{
+    const ncclDevComm &comm = gin_comm(n);
+    ncclGin gin(comm, net_context(peer));
+    ncclWindow_t window = static_cast<ncclWindow_t>(n.window);
+    if (signal >= 0) {
+        gin.putValue(ncclTeamWorld(comm), peer, window, dst_off, value,
+                     ncclGin_SignalAdd{(ncclGinSignal_t)(n.signal_base + signal), add},
+                     ncclCoopThread());
+    } else {
+        gin.putValue(ncclTeamWorld(comm), peer, window, dst_off, value, ncclGin_None{},
+                     ncclCoopThread());
+    }
+}
+
 // Every context's puts of this rank: their sources may be reused.
 __device__ __forceinline__ void gin_flush_warp(const ncclx_net_desc_t &n)
 {

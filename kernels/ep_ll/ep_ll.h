@@ -61,6 +61,12 @@ typedef struct {
     ncclx_net_desc_t net;
     size_t net_dispatch_out, net_combine_out; /* symmetric: [R - lsa][T] messages, rows */
     int net_combine_rows; /* staged combine rows per message: expert-major min(K, L), else 1 */
+    /* With a mask (enable_mask) across domains: remote sources' combine rows land here, laid out
+     * as their staging, and are copied into the combine area once the source counts (so late
+     * rows of an evicted remote rank land where nothing reads them); (size_t)-1 without. */
+    size_t net_combine_in;
+    unsigned long long *net_seen; /* device [2][R]: clean round signals consumed, per source */
+    unsigned long long *net_base; /* device [4][R]: op signal counts at the last clean */
     int net_signal_base;
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
     size_t msg_bytes;
@@ -146,6 +152,13 @@ cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
                                             const ncclx_ep_ll_handle_desc_t *h,
                                             const ncclx_ep_ll_combine_desc_t *a,
                                             cudaStream_t stream);
+
+/** With a mask across domains: waits for each remote source and copies its arrived rows into
+ *  the combine area (before the reduction; ep_ll_net.cu). */
+cudaError_t ncclx_ep_ll_launch_combine_net_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                const ncclx_ep_ll_handle_desc_t *h,
+                                                const ncclx_ep_ll_combine_desc_t *a,
+                                                cudaStream_t stream);
 
 /** Waits for every rank and reduces into out (receive phase of combine). */
 cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,

@@ -21,14 +21,6 @@ __device__ __forceinline__ size_t dtype_bytes(int dtype)
     return dtype == kFp32 ? 4 : 2;
 }
 
-__device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_group_desc_t &g,
-                                              int parity, int token, int slot)
-{
-    return base + g.combine_recv +
-           ((size_t)(parity * g.max_tokens + token) * g.combine_slots + slot) *
-               g.combine_slot_bytes;
-}
-
 // Row c of message i from remote source s, staged in this rank's arena (ep_ll_net.cu puts it
 // where combine_slot would have stored it).  A message carries one row rank-major and one per
 // entry this rank served expert-major, at most net_combine_rows: c counts them in entry order.
@@ -315,6 +307,12 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
                                                        const ncclx_ep_ll_combine_desc_t *a,
                                                        cudaStream_t stream)
 {
+    if (g->net_combine_in != NCCLX_NO_NET_REGION) {
+        cudaError_t err = ncclx_ep_ll_launch_combine_net_recv(g, h, a, stream);
+        if (err != cudaSuccess) {
+            return err;
+        }
+    }
     ncclx::combine_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     return cudaGetLastError();
 }

@@ -40,6 +40,15 @@ __device__ __forceinline__ char *peer_base(const ncclx_ep_ll_group_desc_t &g, in
     return static_cast<char *>(g.peers[peer - g.lsa_base]);
 }
 
+// Row slot of token `token` in the combine area of the rank whose arena starts at base.
+__device__ __forceinline__ char *combine_slot(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                              int parity, int token, int slot)
+{
+    return base + g.combine_recv +
+           ((size_t)(parity * g.max_tokens + token) * g.combine_slots + slot) *
+               g.combine_slot_bytes;
+}
+
 // ---- ranks of other load/store domains (docs/multi-node.md) ----
 
 // Whether rank r is reached through the network rather than by load/store.
@@ -52,6 +61,13 @@ __device__ __forceinline__ bool is_remote(const ncclx_ep_ll_group_desc_t &g, int
 __device__ __forceinline__ int remote_index(const ncclx_ep_ll_group_desc_t &g, int r)
 {
     return r < g.lsa_base ? r : r - g.lsa_size;
+}
+
+// Rank r's index among the remote ranks of rank viewer (its row of viewer's staging).
+__device__ __forceinline__ int remote_index_at(const ncclx_ep_ll_group_desc_t &g, int viewer, int r)
+{
+    const int base = viewer / g.lsa_size * g.lsa_size;
+    return r < base ? r : r - g.lsa_size;
 }
 
 __device__ __forceinline__ int remote_rank(const ncclx_ep_ll_group_desc_t &g, int index)
@@ -231,6 +247,14 @@ __device__ __forceinline__ int settle(unsigned long long *word, unsigned long lo
 __device__ __forceinline__ void evict(const ncclx_ep_ll_group_desc_t &g, int s)
 {
     atomicExch(&g.inactive[s], 1);
+    if (is_remote(g, s)) {
+        // A remote rank's late combine rows land by source (net_combine_in), where nothing reads
+        // them until a clean counts it in again: it is only told.
+        net_put_value_thread(g.net, s,
+                             g.mask_words + 2 * sizeof(uint64_t) * g.ranks + s * sizeof(unsigned),
+                             1u, -1, 0);
+        return;
+    }
     char *peer = peer_base(g, s);
     *reinterpret_cast<volatile unsigned *>(&evicted_words(peer, g)[s]) = 1u;
     __threadfence_system();
@@ -320,14 +344,19 @@ source_signal(const ncclx_ep_ll_group_desc_t &g, int dir, int s, const Op &op)
 // source of this domain stores it with release; a remote one puts it, then adds 1 to its network
 // signal, which says that the word and the data put before it have landed: the word counts only
 // once the network signal has counted this operation (every source signals every operation of
-// a direction: (seq >> 1) + 1 of them on this parity since the group's start).  Until then 0,
+// a direction: (seq >> 1) + 1 of them on this parity since the group's start, or, with a mask,
+// since the last clean that counted the source in, whose count net_base holds).  Until then 0,
 // which never matches a tag.
 __device__ __forceinline__ unsigned long long read_source_signal(const ncclx_ep_ll_group_desc_t &g,
                                                                  int dir, int s, const Op &op)
 {
-    if (is_remote(g, s) &&
-        net_read_signal(g.net, net_signal_id(g, op.parity, dir, s)) < (op.seq >> 1) + 1) {
-        return 0;
+    if (is_remote(g, s)) {
+        const int id = op.parity * 2 + dir;
+        const unsigned long long base = g.net_base != nullptr ? g.net_base[id * g.ranks + s] : 0;
+        if (net_read_signal(g.net, net_signal_id(g, op.parity, dir, s)) <
+            base + (op.seq >> 1) + 1) {
+            return 0;
+        }
     }
     return ld_acquire_sys(source_signal(g, dir, s, op));
 }

@@ -71,9 +71,65 @@ __device__ unsigned long long wait_slot(const ncclx_ep_ll_group_desc_t &g,
     }
 }
 
-// Forgets every earlier operation on this rank: signals, decisions, sequence numbers.
+// ---- clean slots across load/store domains (docs/multi-node.md) ----
+
+// The network signal that counts rank s's words into this rank's round slots.
+__device__ __forceinline__ int clean_signal_id(const ncclx_ep_ll_group_desc_t &g, int round, int s)
+{
+    return g.net_signal_base + 4 * g.ranks + round * g.ranks + s;
+}
+
+// Writes value into rank p's round slot of this rank: a release store in this domain; across,
+// a word put with a network signal (which also orders it after this rank's earlier puts to p).
+__device__ void send_slot(const ncclx_ep_ll_group_desc_t &g, int p, int round,
+                          unsigned long long value)
+{
+    if (!is_remote(g, p)) {
+        st_release_sys(&clean_slots(peer_base(g, p), g, round)[g.rank], value);
+        return;
+    }
+    const size_t offset = g.mask_words + ((size_t)round * g.ranks + g.rank) * sizeof(uint64_t);
+    net_put_value_thread(g.net, p, offset, value, clean_signal_id(g, round, g.rank), 1ull);
+}
+
+// wait_slot on source s's round slot of this rank.  A remote source's word counts only once its
+// network signal grew since the last word taken from s in that round: the signal says that the
+// word, and every put s made before it (its operations' rows and signals), have landed.
+__device__ unsigned long long wait_slot_from(const ncclx_ep_ll_group_desc_t &g, int round, int s,
+                                             unsigned long long want)
+{
+    const unsigned long long *p = clean_slots(peer_base(g, g.rank), g, round) + s;
+    if (!is_remote(g, s)) {
+        return wait_slot(g, p, want);
+    }
+    unsigned long long *seen = &g.net_seen[round * g.ranks + s];
+    const unsigned long long start = globaltimer();
+    for (unsigned spins = 1;; spins++) {
+        const unsigned long long count = net_read_signal(g.net, clean_signal_id(g, round, s));
+        if (count > *seen) {
+            const unsigned long long v = ld_acquire_sys(p);
+            if (want == 0 ? v != 0 : v == want) {
+                *seen = count;
+                return v;
+            }
+        }
+        if ((spins & 1023) == 0 && globaltimer() - start > g.timeout_ns) {
+            return 0;
+        }
+    }
+}
+
+// Forgets every earlier operation on this rank: signals, decisions, sequence numbers.  A remote
+// source counted in (it answered round one, so every signal it sent before has landed) gets
+// its operation signals' counts as the base its next operations count from.
 __device__ void reset_operations(const ncclx_ep_ll_group_desc_t &g)
 {
+    for (int i = threadIdx.x; g.net_base != nullptr && i < 4 * g.ranks; i += blockDim.x) {
+        const int id = i / g.ranks, s = i % g.ranks;
+        if (is_remote(g, s) && g.inactive[s] == 0) {
+            g.net_base[i] = net_read_signal(g.net, net_signal_id(g, id / 2, id % 2, s));
+        }
+    }
     unsigned long long *signals =
         reinterpret_cast<unsigned long long *>(peer_base(g, g.rank) + g.signals);
     for (int i = threadIdx.x; i < 2 * g.ranks * 2; i += blockDim.x) {
@@ -93,7 +149,7 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
     __shared__ unsigned long long generation;
     __shared__ int complete;
     char *self = peer_base(g, g.rank);
-    unsigned long long *round1 = clean_slots(self, g, 0), *round2 = clean_slots(self, g, 1);
+    unsigned long long *round1 = clean_slots(self, g, 0);
     const unsigned long long proposal = g.state->clean_high + 1;
     if (threadIdx.x == 0) {
         generation = proposal;
@@ -103,10 +159,10 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
     __syncthreads();
     // Round one, to every rank (a masked rank that wants back in calls clean too).
     for (int p = threadIdx.x; p < g.ranks; p += blockDim.x) {
-        st_release_sys(&clean_slots(peer_base(g, p), g, 0)[g.rank], proposal);
+        send_slot(g, p, 0, proposal);
     }
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        const unsigned long long seen = wait_slot(g, round1 + s, 0);
+        const unsigned long long seen = wait_slot_from(g, 0, s, 0);
         if (seen != 0) {
             atomicMax(&generation, seen);
             round1[s] = 0; // consumed: the next clean needs a new proposal from s
@@ -114,7 +170,7 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
         } else {
             // Withdraw ours, so that s, arriving late, does not count this rank in.  A rank
             // still marked late keeps the mark: its rows are waited for below.
-            st_release_sys(&clean_slots(peer_base(g, s), g, 0)[g.rank], 0);
+            send_slot(g, s, 0, 0);
             atomicCAS(&g.inactive[s], 0, 1);
             complete = 0;
             report_error(g, kErrorTimeout);
@@ -142,11 +198,11 @@ __global__ void __launch_bounds__(kMaskThreads) mask_clean_kernel(ncclx_ep_ll_gr
     const unsigned long long agreed = generation;
     for (int p = threadIdx.x; p < g.ranks; p += blockDim.x) {
         if (g.inactive[p] == 0) {
-            st_release_sys(&clean_slots(peer_base(g, p), g, 1)[g.rank], agreed);
+            send_slot(g, p, 1, agreed);
         }
     }
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        if (g.inactive[s] == 0 && wait_slot(g, round2 + s, agreed) == 0) {
+        if (g.inactive[s] == 0 && wait_slot_from(g, 1, s, agreed) == 0) {
             g.inactive[s] = 1;
             complete = 0;
             report_error(g, kErrorTimeout);

@@ -88,6 +88,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         const int t = ncclx_ep_packed_token(h.recv_tok[m]);
         const size_t staged =
             g.net_combine_out + ((size_t)ri * T + i) * g.net_combine_rows * g.combine_slot_bytes;
+        // With a mask the rows land by source at s, as staged here (combine_net_recv_kernel).
+        const size_t arrival = g.net_combine_in + ((size_t)remote_index_at(g, s, g.rank) * T + i) *
+                                                      g.net_combine_rows * g.combine_slot_bytes;
         // The slots combine_send_kernel filled: rank-major the token's rank order, expert-major
         // each top-k entry this rank served.
         const unsigned slots =
@@ -97,8 +100,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         for (unsigned rest = slots, c = 0; rest != 0; rest &= rest - 1, c++) {
             const int k = __ffs(rest) - 1;
             const size_t dst =
-                g.combine_recv +
-                ((size_t)(op.parity * T + t) * g.combine_slots + k) * g.combine_slot_bytes;
+                g.net_combine_in != NCCLX_NO_NET_REGION
+                    ? arrival + (size_t)c * g.combine_slot_bytes
+                    : g.combine_recv + ((size_t)(op.parity * T + t) * g.combine_slots + k) *
+                                           g.combine_slot_bytes;
             net_put_warp(g.net, s, dst, staged + (size_t)c * g.combine_slot_bytes, row, lane);
         }
     }
@@ -108,8 +113,69 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
 }
 
+// With a mask across domains, before the reduction: waits for every remote source (the rank's
+// one answer, wait_source) and copies the rows of those that arrived from where they landed by
+// source into the combine area, one warp per token; rows of a source that did not arrive stay
+// where they landed and are never read.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    combine_net_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                            ncclx_ep_ll_combine_desc_t a)
+{
+    __shared__ LiveView view;
+    __shared__ LiveView arrived;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->combine_seq);
+    const int lane = threadIdx.x % kWarpSize, K = h.topk, T = g.max_tokens;
+    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const size_t row = (size_t)g.hidden * (a.dtype == kFp32 ? 4 : 2);
+    char *self = peer_base(g, g.rank);
+    for (int w = threadIdx.x; w < kLiveWords; w += blockDim.x) {
+        arrived.bits[w] = 0;
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        if (is_remote(g, s) && wait_source(g, kCombineDir, s, op, a.op, view.has(s)) >= 0) {
+            atomicOr(&arrived.bits[s >> 5], 1u << (s & 31));
+        }
+    }
+    __syncthreads();
+    for (int t = warp; t < h.num_tokens; t += warps) {
+        const int e = lane < K ? h.idx[t * K + lane] : -1;
+        const int d = e >= 0 ? e / g.local_experts : -1;
+        const int i = lane < K ? h.route[t * K + lane] : -1;
+        // The source's row index for this entry, as combine_send_kernel staged it.
+        bool first;
+        const int order = destination_order(d, first);
+        const int c = h.expert_major ? __popc(__match_any_sync(0xffffffffu, d) & lanemask_lt()) : 0;
+        const int slot = h.expert_major ? lane : order;
+        const bool take =
+            d >= 0 && is_remote(g, d) && arrived.has(d) && (h.expert_major || first) && i >= 0;
+        for (unsigned rest = __ballot_sync(0xffffffffu, take); rest != 0; rest &= rest - 1) {
+            const int j = __ffs(rest) - 1;
+            const int dj = __shfl_sync(0xffffffffu, d, j), ij = __shfl_sync(0xffffffffu, i, j);
+            const int cj = __shfl_sync(0xffffffffu, c, j), sj = __shfl_sync(0xffffffffu, slot, j);
+            LaneTargets to;
+            to.lanes = 1u;
+            to.mine = combine_slot(self, g, op.parity, t, sj);
+            const char *from = self + g.net_combine_in +
+                               (((size_t)remote_index(g, dj) * T + ij) * g.net_combine_rows + cj) *
+                                   g.combine_slot_bytes;
+            (void)warp_copy_to(to, from, 0, row, lane);
+        }
+    }
+}
+
 } // namespace
 } // namespace ncclx
+
+extern "C" cudaError_t ncclx_ep_ll_launch_combine_net_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                           const ncclx_ep_ll_handle_desc_t *h,
+                                                           const ncclx_ep_ll_combine_desc_t *a,
+                                                           cudaStream_t stream)
+{
+    ncclx::combine_net_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    return cudaGetLastError();
+}
 
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_net(const ncclx_ep_ll_group_desc_t *g,
                                                        const ncclx_ep_ll_handle_desc_t *h,
@@ -132,6 +198,7 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_de
 extern "C" cudaError_t ncclx_ep_ll_net_load(void)
 {
     const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_net_kernel),
-                                   reinterpret_cast<const void *>(ncclx::combine_net_kernel)};
+                                   reinterpret_cast<const void *>(ncclx::combine_net_kernel),
+                                   reinterpret_cast<const void *>(ncclx::combine_net_recv_kernel)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

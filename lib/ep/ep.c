@@ -103,16 +103,6 @@ ncclxResult_t ncclxEpGroupGet(ncclxContext_t ctx, uint32_t index, ncclxEpGroup_t
                            "ncclxEpGroupGet: index=%u but the plan declares %u EP group(s)", index,
                            ctx->norm.num_groups);
     }
-    if (ctx->norm.team.lsa_size != ctx->norm.team.num_ranks &&
-        ctx->groups[index]->plan.enable_mask) {
-        /* LL crosses load/store domains through the network (docs/multi-node.md); its masks do
-         * not yet (their eviction and clean store into peers' arenas). */
-        return NCCLX_ERROR(ncclxUnsupported,
-                           "ncclxEpGroupGet: EP group %u has an active mask (enable_mask) and the "
-                           "team spans load/store domains (%u ranks, %u reachable by load/store): "
-                           "masks across domains are not implemented yet (docs/multi-node.md)",
-                           index, ctx->norm.team.num_ranks, ctx->norm.team.lsa_size);
-    }
     *group = ctx->groups[index];
     return ncclxSuccess;
 }

@@ -42,6 +42,11 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->net_dispatch_out = r->net_dispatch_out;
     d->net_combine_out = r->net_combine_out;
     d->net_combine_rows = (int)r->net_combine_rows;
+    d->net_combine_in = r->net_combine_in;
+    d->net_seen = r->net_mask != NCCLX_NO_REGION
+                      ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->net_mask)
+                      : NULL;
+    d->net_base = d->net_seen != NULL ? d->net_seen + 2 * (size_t)g->dims.ranks : NULL;
     d->net_signal_base = (int)r->net_signal_base;
     d->dispatch_recv = r->dispatch_recv;
     d->combine_recv = r->combine_recv;

@@ -16,6 +16,7 @@
 
 #include "arena.h"
 #include "ep_ll_wire.h"
+#include "net.h"
 
 /** A plan copied into library-sized structs. */
 typedef struct {
@@ -57,6 +58,7 @@ typedef struct {
 
 /** Offsets (into each class arena) of a group's regions; NCCLX_NO_REGION when absent. */
 #define NCCLX_NO_REGION SIZE_MAX
+_Static_assert(NCCLX_NO_REGION == NCCLX_NO_NET_REGION, "the kernels' absent region is the plan's");
 typedef struct {
     size_t dispatch_recv;    /* symmetric */
     size_t combine_recv;     /* symmetric */
@@ -80,7 +82,10 @@ typedef struct {
     size_t net_dispatch_out;   /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
     size_t net_combine_out;    /* symmetric, LL: [R - lsa][T][net_combine_rows] rows */
     uint32_t net_combine_rows; /* LL: rows a message returns at most (expert-major: min(K, L)) */
-    uint32_t net_signal_base;  /* LL: first of its 4R network signals ((parity, dir) x source) */
+    size_t net_combine_in;     /* symmetric, LL with a mask: remote sources' rows, as staged */
+    size_t net_mask;           /* device, LL with a mask: clean counters [2][R], bases [4][R] */
+    uint32_t net_signal_base;  /* LL: first of its network signals: (parity, dir) x source, then
+                                  with a mask clean rounds one and two x source */
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n/m2n.h describes them. */

@@ -142,9 +142,18 @@ static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const n
                               "combine network staging", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging", bytes, 1,
                               &r->net_combine_out));
+    /* With a mask, remote sources' combine rows land by source and are copied into the combine
+     * area once their source's signal counts, so that the late rows of an evicted remote rank
+     * land where nothing reads them; the clean's network counters. */
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network arrivals",
+                              g->enable_mask ? bytes : 0, 1, &r->net_combine_in));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "network clean counters",
+                              on && g->enable_mask ? (size_t)6 * d->ranks * sizeof(uint64_t) : 0, 1,
+                              &r->net_mask));
     r->net_signal_base = *num_signals;
     if (on) {
-        *num_signals += 4u * d->ranks; /* (parity, direction) x source */
+        /* (parity, direction) x source, and with a mask clean round one and two x source */
+        *num_signals += (g->enable_mask ? 6u : 4u) * d->ranks;
     }
     return ncclxSuccess;
 }
@@ -159,7 +168,7 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = NCCLX_NO_REGION;
-    r->net_dispatch_out = r->net_combine_out = NCCLX_NO_REGION;
+    r->net_dispatch_out = r->net_combine_out = r->net_combine_in = r->net_mask = NCCLX_NO_REGION;
     r->net_combine_rows = 0;
     r->net_signal_base = *net_signals;
     if (ll) {

@@ -97,8 +97,15 @@ void ep_team_open(ep_team_t *t, uint32_t ranks)
         assert_int_equal(info.num_ranks, 1);
     } else {
         ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+        const char *nodes = getenv("TEST_NODES");
         config.num_ranks = ranks;
         config.num_nodes = t->nodes;
+        /* TEST_NODES=N runs a program's loopback teams as N emulated nodes where N divides the
+         * team (the same assertions, across load/store domains). */
+        if (config.num_nodes == 0 && nodes != NULL && atoi(nodes) > 0 &&
+            ranks % (uint32_t)atoi(nodes) == 0) {
+            config.num_nodes = (uint32_t)atoi(nodes);
+        }
         assert_ncclx_ok(ncclxLoopbackInitConfig(&t->plan, &config, t->ctx));
     }
     /* Created back to back, so that each rank's stream gets its own hardware queue. */

@@ -56,8 +56,8 @@ typedef struct {
  */
 void ep_team_plan(ep_team_t *t, uint32_t experts, uint32_t max_topk, uint32_t hidden,
                   uint32_t max_tokens);
-/** ranks > 0: a loopback team (of t->nodes emulated nodes when set); ranks == 0: ncclxInit,
- *  rank 0 of 1.  One stream per rank. */
+/** ranks > 0: a loopback team (of t->nodes emulated nodes when set, else of TEST_NODES nodes
+ *  when that divides ranks); ranks == 0: ncclxInit, rank 0 of 1.  One stream per rank. */
 void ep_team_open(ep_team_t *t, uint32_t ranks);
 void ep_team_close(ep_team_t *t);
 /** Waits for every rank's stream; fails on a CUDA error or a nonzero asynchronous error. */

@@ -14,7 +14,8 @@
  *  - the bytes that crossed the network, counted by the emulator, equal to the minimum: each
  *    token once per remote destination rank, each combine row once, one signal word per remote
  *    rank and direction, and nothing between ranks of one node;
- *  - each rank's peer table holds exactly its node's ranks; masks across nodes are refused.
+ *  - each rank's peer table holds exactly its node's ranks; a group with an active mask across
+ *    nodes, cleaned and used again.
  * TEST_SEED=n replays a run's random data; TEST_FILTER=pattern runs the matching tests alone.
  */
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "gpu/ep_ll_harness.h"
+#include "gpu/ep_ll_mask_steps.h"
 #include "gpu/ep_ll_short.h"
 
 #include "context.h"
@@ -351,23 +353,30 @@ static void test_peer_table_holds_the_node(void **state)
     ep_team_close(&t);
 }
 
-/* A group with an active mask on two nodes is refused by name (not implemented yet). */
-static void test_mask_across_nodes_refused(void **state)
+/* A group with an active mask across nodes: operations exact (remote combine rows land by
+ * source and are copied in once their source counts), then a clean of every rank (counted
+ * through network signals, with new bases for the operation signals) and exact again.  Dead
+ * ranks, stragglers and lone cleans across nodes: test_ep_ll_mask and test_ep_ll_straggler with
+ * TEST_NODES=2 (tests/gpu/run_gpu_suite.sh). */
+static void test_mask_group_across_nodes(void **state)
 {
     ep_team_t t;
-    ncclxEpGroup_t group = NULL;
-    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
     (void)state;
+    ep_rng_reset("mask");
     ep_team_plan(&t, 16, 4, 512, 16);
     t.group_plan.enable_mask = 1;
-    config.num_ranks = 4;
-    config.num_nodes = 2;
-    assert_ncclx_ok(ncclxLoopbackInitConfig(&t.plan, &config, t.ctx));
-    assert_ncclx_error(ncclxEpGroupGet(t.ctx[0], 0, &group), ncclxUnsupported,
-                       "masks across domains are not implemented yet");
-    for (uint32_t r = 0; r < 4; r++) {
-        assert_ncclx_ok(ncclxFinalize(t.ctx[r]));
+    t.nodes = 2;
+    ep_team_open(&t, 4);
+    for (int clean = 0; clean < 3; clean++) {
+        for (size_t i = 0; i < 2; i++) {
+            ep_routing_t rt = ep_routing_default();
+            rt.full = (int)i;
+            ep_run_case(&t, &cases[i], &rt, "mask across nodes");
+        }
+        mask_clean_all(&t);
     }
+    ep_team_assert_no_async_error(&t);
+    ep_team_close(&t);
 }
 
 int main(void)
@@ -375,7 +384,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peer_table_holds_the_node),
         cmocka_unit_test(test_one_node_has_no_network),
-        cmocka_unit_test(test_mask_across_nodes_refused),
+        cmocka_unit_test(test_mask_group_across_nodes),
         cmocka_unit_test(test_network_bytes_minimal),
         cmocka_unit_test(test_shape_2x2),
         cmocka_unit_test(test_shape_2x4),

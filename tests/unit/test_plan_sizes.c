@@ -133,19 +133,22 @@ static void test_ll_scales_with_ranks(void **state)
      * signals as before except signals = 2 * 64 * 16 = 2048; mask words 64 * 20 = 1280.
      * What goes to the 56 ranks of other nodes is staged: dispatch 56 * 128 * 14416 =
      * 103333888, combine 56 * 128 messages * min(top-k 8, 4 local experts) rows * 14336 =
-     * 411041792; and the emulator's network signals, 4 contexts * (4 * 64 signals) * 8 = 8192. */
+     * 411041792; with the mask, remote sources' combine rows land by source (as much again,
+     * 411041792); and the emulator's network signals, 4 contexts * (6 * 64 signals: operations
+     * and clean rounds) * 8 = 12288. */
     assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull +
                                                        64ull * 20ull + 103333888ull + 411041792ull +
-                                                       8192ull);
-    /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; state at 512;
-     * decisions 2 * 64 * 8 = 1024 at 768; mask 64 * 4 = 256 at 1792;
+                                                       411041792ull + 12288ull);
+    /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; the clean's network counters
+     * and bases 6 * 64 * 8 = 3072 at 512; state 256; decisions 2 * 64 * 8 = 1024; mask
+     * 64 * 4 = 256, so the handles start at 2048 + 3072;
      * handle = 4096 + 4096 + 2 * 256 + recv_tok 64*128*4 = 32768
-     *        + recv_pos 64*128*8*4 = 262144 = 303616 (256-aligned); handles at 2048;
+     *        + recv_pos 64*128*8*4 = 262144 = 303616 (256-aligned);
      * then the network's: held puts 64 * 4 * 16 * 32 = 131072, their cursors 64 * 4 * 4 = 1024,
      * counters 64 (256-aligned), the arena table 64 * 8 = 512, the device communicator 4096. */
     assert_int_equal(sizeof(ncclx_net_held_t), 32);
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE],
-                     2048ull + 4 * 303616ull + 131072ull + 1024ull + 256ull + 512ull + 4096ull);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 2048ull + 3072ull + 4 * 303616ull + 131072ull +
+                                                    1024ull + 256ull + 512ull + 4096ull);
 }
 
 /* HT, DeepSeek-V3 prefill on 8 ranks of one node: R = 8, E = 256, L = 32, K = 8, H = 7168 BF16,
