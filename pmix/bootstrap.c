@@ -418,26 +418,54 @@ ncclxResult_t ncclx_bootstrap_check_init(const ncclx_bootstrap_t *bs, const char
     return ncclxSuccess;
 }
 
+/* The placement every rank's arithmetic assumes: node k holds ranks k*L .. k*L+L-1 (L ranks per
+ * node), local rank = rank % L.  A job placed otherwise would have LL and the network transport
+ * treat ranks of two hosts as load/store peers. */
+static ncclxResult_t ncclx_bootstrap_check_blocks(const ncclx_bootstrap_t *bs,
+                                                  const ncclx_bootstrap_node_t *nodes,
+                                                  uint32_t num_listed)
+{
+    static const char hint[] = "libncclx needs each node's ranks consecutive (srun "
+                               "--distribution=block, mpirun --map-by slot or core)";
+    uint32_t per_node = bs->local_size;
+    if (bs->local_rank != bs->rank % per_node) {
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "rank %u has local rank %u on node %u (%s), not rank %% %u = %u: %s",
+                           bs->rank, bs->local_rank, bs->node_id, bs->hostname, per_node,
+                           bs->rank % per_node, hint);
+    }
+    for (uint32_t i = 0; i < num_listed; i++) {
+        const ncclx_bootstrap_node_t *n = &nodes[i];
+        if (n->first_rank % per_node != 0 || n->last_rank - n->first_rank + 1 != n->ranks) {
+            return NCCLX_ERROR(ncclxUnsupported,
+                               "node %s runs ranks %u to %u, %u of them, not a block of %u "
+                               "consecutive ranks starting at a multiple of %u: %s",
+                               n->name != NULL ? n->name : "?", n->first_rank, n->last_rank,
+                               n->ranks, per_node, per_node, hint);
+        }
+    }
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclx_bootstrap_team_from_nodes(const ncclx_bootstrap_t *bs,
-                                              const uint32_t *node_sizes,
-                                              const char *const *node_names, uint32_t num_listed,
-                                              ncclxTeam_t *team)
+                                              const ncclx_bootstrap_node_t *nodes,
+                                              uint32_t num_listed, ncclxTeam_t *team)
 {
     NCCLX_CHECK(ncclx_bootstrap_check_init(bs, "ncclx_bootstrap_team"));
-    if (team == NULL || (num_listed > 0 && node_sizes == NULL)) {
+    if (team == NULL || (num_listed > 0 && nodes == NULL)) {
         return NCCLX_ERROR(ncclxInvalidArgument, "ncclx_bootstrap_team: %s is NULL",
-                           team == NULL ? "team" : "node_sizes");
+                           team == NULL ? "team" : "nodes");
     }
     if (num_listed > 0 && num_listed != bs->num_nodes) {
         return NCCLX_ERROR(ncclxPmixError, "PMIx lists %u nodes but %s is %u", num_listed,
                            PMIX_NUM_NODES, bs->num_nodes);
     }
     for (uint32_t i = 0; i < num_listed; i++) {
-        if (node_sizes[i] != bs->local_size) {
+        if (nodes[i].ranks != bs->local_size) {
             return NCCLX_ERROR(ncclxUnsupported,
                                "node %s runs %u ranks but this node (%s) runs %u: libncclx "
                                "needs the same number of ranks on every node",
-                               node_names != NULL ? node_names[i] : "?", node_sizes[i],
+                               nodes[i].name != NULL ? nodes[i].name : "?", nodes[i].ranks,
                                bs->hostname, bs->local_size);
         }
     }
@@ -447,6 +475,7 @@ ncclxResult_t ncclx_bootstrap_team_from_nodes(const ncclx_bootstrap_t *bs,
                            "the same number of ranks on every node",
                            bs->size, bs->num_nodes, bs->local_size, bs->hostname);
     }
+    NCCLX_CHECK(ncclx_bootstrap_check_blocks(bs, nodes, num_listed));
     ncclxTeam_t shape = NCCLX_TEAM_INIT;
     shape.num_ranks = bs->size;
     shape.num_nodes = bs->num_nodes;
@@ -466,9 +495,10 @@ static void ncclx_list_split(char *list, char **names, uint32_t count)
     }
 }
 
-/* Ranks of the job on each listed node. */
-static ncclxResult_t ncclx_bootstrap_count_peers(const ncclx_bootstrap_t *bs, char **names,
-                                                 uint32_t count, uint32_t *sizes)
+/* The job's ranks on each listed node: how many, the lowest and the highest (the server's own
+ * answer, no fence: PMIx_Resolve_peers reads what the launcher registered). */
+static ncclxResult_t ncclx_bootstrap_resolve_nodes(const ncclx_bootstrap_t *bs, char **names,
+                                                   uint32_t count, ncclx_bootstrap_node_t *nodes)
 {
     for (uint32_t i = 0; i < count; i++) {
         pmix_proc_t *procs = NULL;
@@ -478,10 +508,20 @@ static ncclxResult_t ncclx_bootstrap_count_peers(const ncclx_bootstrap_t *bs, ch
             return NCCLX_ERROR(ncclxPmixError, "PMIx_Resolve_peers(%s) failed: %s", names[i],
                                PMIx_Error_string(rc));
         }
+        ncclx_bootstrap_node_t n = {.name = names[i], .first_rank = UINT32_MAX};
+        for (size_t p = 0; p < nprocs; p++) {
+            uint32_t r = procs[p].rank;
+            n.first_rank = r < n.first_rank ? r : n.first_rank;
+            n.last_rank = r > n.last_rank ? r : n.last_rank;
+        }
+        n.ranks = nprocs > UINT32_MAX ? UINT32_MAX : (uint32_t)nprocs;
+        if (nprocs == 0) {
+            n.first_rank = 0;
+        }
         if (procs != NULL) {
             PMIX_PROC_FREE(procs, nprocs);
         }
-        sizes[i] = nprocs > UINT32_MAX ? UINT32_MAX : (uint32_t)nprocs;
+        nodes[i] = n;
     }
     return ncclxSuccess;
 }
@@ -496,20 +536,20 @@ ncclxResult_t ncclx_bootstrap_team(const ncclx_bootstrap_t *bs, ncclxTeam_t *tea
             NCCLX_INFO("cannot list the job's nodes: assuming each runs %u ranks like this one",
                        bs->local_size);
         }
-        return ncclx_bootstrap_team_from_nodes(bs, NULL, NULL, 0, team);
+        return ncclx_bootstrap_team_from_nodes(bs, NULL, 0, team);
     }
     uint32_t count = ncclx_list_count(list);
     char **names = calloc(count, sizeof(*names));
-    uint32_t *sizes = calloc(count, sizeof(*sizes));
-    if (names == NULL || sizes == NULL) {
+    ncclx_bootstrap_node_t *nodes = calloc(count, sizeof(*nodes));
+    if (names == NULL || nodes == NULL) {
         res = NCCLX_ERROR(ncclxOutOfMemory, "node list of %u nodes", count);
         goto out_free;
     }
     ncclx_list_split(list, names, count);
-    NCCLX_CHECK_GOTO(ncclx_bootstrap_count_peers(bs, names, count, sizes), res, out_free);
-    res = ncclx_bootstrap_team_from_nodes(bs, sizes, (const char *const *)names, count, team);
+    NCCLX_CHECK_GOTO(ncclx_bootstrap_resolve_nodes(bs, names, count, nodes), res, out_free);
+    res = ncclx_bootstrap_team_from_nodes(bs, nodes, count, team);
 out_free:
-    free(sizes);
+    free(nodes);
     free(names);
     free(list);
     return res;

@@ -107,13 +107,24 @@ ncclxResult_t ncclx_bootstrap_get(const ncclx_bootstrap_t *bs, const char *key, 
  */
 ncclxResult_t ncclx_bootstrap_team(const ncclx_bootstrap_t *bs, ncclxTeam_t *team);
 
+/** One node of the job as PMIx lists it (PMIx_Resolve_nodes, PMIx_Resolve_peers). */
+typedef struct {
+    const char *name;    /**< host name; may be NULL */
+    uint32_t ranks;      /**< the job's ranks on it */
+    uint32_t first_rank; /**< the lowest of them */
+    uint32_t last_rank;  /**< the highest of them */
+} ncclx_bootstrap_node_t;
+
 /**
- * The pure part of ncclx_bootstrap_team(): node_sizes[i] is the number of ranks on the i-th
- * of num_listed nodes (NULL / 0 when the server cannot list nodes); node_names may be NULL.
+ * The pure part of ncclx_bootstrap_team(): nodes[0..num_listed-1] as PMIx lists them (NULL / 0
+ * when the server cannot list nodes).  Besides equal node sizes it checks the placement the
+ * library's rank arithmetic rests on (node of rank r = r / ranks per node, NCCL's load/store
+ * team of consecutive ranks): every node's ranks are consecutive and start at a multiple of
+ * the node size, and this rank's local rank is rank % node size.  A cyclic placement (srun
+ * --distribution=cyclic, mpirun --map-by node) fails with ncclxUnsupported naming the ranks.
  */
 ncclxResult_t ncclx_bootstrap_team_from_nodes(const ncclx_bootstrap_t *bs,
-                                              const uint32_t *node_sizes,
-                                              const char *const *node_names, uint32_t num_listed,
-                                              ncclxTeam_t *team);
+                                              const ncclx_bootstrap_node_t *nodes,
+                                              uint32_t num_listed, ncclxTeam_t *team);
 
 #endif /* NCCLX_PMIX_BOOTSTRAP_H_ */

@@ -38,6 +38,16 @@ ncclxResult_t ncclx_comm_lsa_size(ncclComm_t comm, uint32_t *lsa_size)
                            "communicator of %d (NCCL_DEBUG=WARN may say why)",
                            lsa.nRanks, ranks);
     }
+    /* Node of rank r = r / lsa_size everywhere in the library: NCCL's team must be that block. */
+    int rank = 0;
+    NCCLX_CHECK(NCCLX_NCCL_STATUS(ncclCommUserRank(comm, &rank)));
+    if (lsa.rank != rank % lsa.nRanks) {
+        return NCCLX_ERROR(ncclxUnsupported,
+                           "rank %d is rank %d of NCCL's load/store team of %d, not %d: libncclx "
+                           "needs each node's ranks consecutive (srun --distribution=block, "
+                           "mpirun --map-by slot or core)",
+                           rank, lsa.rank, lsa.nRanks, rank % lsa.nRanks);
+    }
     *lsa_size = (uint32_t)lsa.nRanks;
     return ncclxSuccess;
 }

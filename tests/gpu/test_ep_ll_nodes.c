@@ -357,7 +357,7 @@ static void test_peer_table_holds_the_node(void **state)
  * source and are copied in once their source counts), then a clean of every rank (counted
  * through network signals, with new bases for the operation signals) and exact again.  Dead
  * ranks, stragglers and lone cleans across nodes: test_ep_ll_mask and test_ep_ll_straggler with
- * TEST_NODES=2 (tests/gpu/run_gpu_suite.sh). */
+ * TEST_NODES (tests/gpu/run_ll_masks_nodes.sh, in make check-gpu). */
 static void test_mask_group_across_nodes(void **state)
 {
     ep_team_t t;

@@ -242,29 +242,41 @@ static ncclx_bootstrap_t fake_job(uint32_t size, uint32_t num_nodes, uint32_t lo
 
 static void test_team_from_nodes(void **state)
 {
-    const char *names[] = {"a", "b", "c"};
-    const uint32_t even[] = {4, 4}, odd[] = {3, 4}, three[] = {4, 4, 4};
+    const ncclx_bootstrap_node_t even[] = {{"a", 4, 0, 3}, {"b", 4, 4, 7}};
+    const ncclx_bootstrap_node_t odd[] = {{"a", 3, 0, 2}, {"b", 4, 3, 7}};
+    const ncclx_bootstrap_node_t three[] = {{"a", 4, 0, 3}, {"b", 4, 4, 7}, {"c", 4, 8, 11}};
+    /* srun --distribution=cyclic: a holds 0 2 4 6, b 1 3 5 7 */
+    const ncclx_bootstrap_node_t cyclic[] = {{"a", 4, 0, 6}, {"b", 4, 1, 7}};
+    /* consecutive but shifted: a holds 2..5, b 0 1 6 7 */
+    const ncclx_bootstrap_node_t shifted[] = {{"a", 4, 2, 5}, {"b", 4, 0, 7}};
     ncclx_bootstrap_t bs = fake_job(8, 2, 4);
     ncclxTeam_t team = NCCLX_TEAM_INIT;
     (void)state;
-    assert_ncclx_ok(ncclx_bootstrap_team_from_nodes(&bs, even, names, 2, &team));
+    assert_ncclx_ok(ncclx_bootstrap_team_from_nodes(&bs, even, 2, &team));
     assert_int_equal(team.num_ranks, 8);
     assert_int_equal(team.num_nodes, 2);
     assert_int_equal(team.lsa_size, 4);
     team.num_ranks = 77; /* untouched by the failures below */
-    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, odd, names, 2, &team), ncclxUnsupported,
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, odd, 2, &team), ncclxUnsupported,
                        "node a runs 3 ranks but this node (b) runs 4");
-    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, three, names, 3, &team), ncclxPmixError,
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, three, 3, &team), ncclxPmixError,
                        "PMIx lists 3 nodes but pmix.num.nodes is 2");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, cyclic, 2, &team), ncclxUnsupported,
+                       "node a runs ranks 0 to 6, 4 of them, not a block of 4 consecutive");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, shifted, 2, &team), ncclxUnsupported,
+                       "node a runs ranks 2 to 5");
+    bs.local_rank = 2; /* rank 5 must be local rank 1 of a block of 4 */
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, 0, &team), ncclxUnsupported,
+                       "rank 5 has local rank 2 on node 1 (b), not rank % 4 = 1");
     bs = fake_job(7, 2, 4); /* no node list: the shape alone must add up */
-    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, NULL, 0, &team), ncclxUnsupported,
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, 0, &team), ncclxUnsupported,
                        "7 ranks on 2 nodes with 4 on this node (b)");
-    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, NULL, 0, NULL),
-                       ncclxInvalidArgument, "team is NULL");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, NULL, 0, NULL), ncclxInvalidArgument,
+                       "team is NULL");
     assert_int_equal(team.num_ranks, 77);
     bs.initialized = 0;
-    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, even, names, 2, &team),
-                       ncclxInvalidUsage, "not initialized");
+    assert_ncclx_error(ncclx_bootstrap_team_from_nodes(&bs, even, 2, &team), ncclxInvalidUsage,
+                       "not initialized");
 }
 
 /* PMIx unreachable while a launcher says it started several tasks: an error naming the
