@@ -9,7 +9,11 @@
  * behind a gate so that the host's launches are not timed), GB/s per destination rank and for
  * all of them, and the time of a device copy of all destination bytes in the same run
  * (cudaMemcpyAsync) as a percentage of the reshard's.  --check fills every source tile from
- * its global byte index and checks every destination byte after the timed loop.
+ * its global byte index and checks every destination byte after the timed loop.  --nodes N
+ * shapes the team as N emulated nodes (one-GPU emulation, docs/multi-node.md): the line under
+ * the row gives the bytes that crossed the emulated network per reshard, the least possible
+ * (each destination byte that no source rank of its own node holds, once) and the time the
+ * busiest rank's bytes would take at 50 GB/s, one 400 Gb/s NIC per GPU.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -33,6 +37,7 @@ typedef struct {
     double staging_mb; /* plan staging per source rank, MiB */
     uint32_t layers, iters, warmup;
     int graph, check;
+    uint32_t nodes; /* emulated nodes of the loopback team; 0: no shape */
 } options_t;
 
 /* A 1-D or 2-D tensor [rows, cols] of elem-byte elements; each side shards one dim (or none)
@@ -105,6 +110,52 @@ static int shard_of(const btensor_t *t, int k, uint32_t rank)
         return -1;
     }
     return (int)((rank - s->start) % s->shards);
+}
+
+/* Elements [lo, hi) of dimension d (0 rows, 1 columns) that shard i of side k holds. */
+static void span(const btensor_t *t, int k, int i, int d, uint64_t *lo, uint64_t *hi)
+{
+    const bside_t *s = &t->side[k];
+    const uint64_t n = d == 0 ? t->rows : t->cols;
+    const uint64_t part = s->dim == d ? n / s->shards : n;
+    *lo = s->dim == d ? (uint64_t)i * part : 0;
+    *hi = *lo + part;
+}
+
+/* Bytes of destination shard j that source shard i holds. */
+static uint64_t overlap(const btensor_t *t, int i, int j)
+{
+    uint64_t b = t->elem;
+    for (int d = 0; d < 2; d++) {
+        uint64_t slo, shi, dlo, dhi;
+        span(t, 0, i, d, &slo, &shi);
+        span(t, 1, j, d, &dlo, &dhi);
+        const uint64_t lo = slo > dlo ? slo : dlo, hi = shi < dhi ? shi : dhi;
+        b *= hi > lo ? hi - lo : 0;
+    }
+    return b;
+}
+
+/* The least that must cross between nodes of per_node ranks in one reshard: every destination
+ * byte that no source rank on the destination's node holds (source shards are disjoint). */
+static uint64_t least_crossing(uint32_t per_node)
+{
+    uint64_t least = 0;
+    for (uint32_t e = 0; e < num_tensors; e++) {
+        const btensor_t *t = &tensors[e];
+        const bside_t *s = &t->side[0];
+        for (uint32_t r = 0; r < world; r++) {
+            const int j = shard_of(t, 1, r);
+            for (uint32_t i = 0; j >= 0 && i < s->shards; i++) {
+                int on_node = 0;
+                for (uint32_t q = 0; q < s->replicas; q++) {
+                    on_node |= (s->start + q * s->shards + i) / per_node == r / per_node;
+                }
+                least += on_node ? 0 : overlap(t, (int)i, j);
+            }
+        }
+    }
+    return least;
 }
 
 static uint8_t byte_value(uint64_t g)
@@ -233,6 +284,19 @@ static int cmp_double(const void *a, const void *b)
 static ncclxContext_t ctx[MAX_RANKS];
 static cudaStream_t stream[MAX_RANKS];
 
+/* Bytes each rank put across the emulated network so far, their sum, and the most of one. */
+static int net_bytes(uint64_t *sum, uint64_t *per_rank)
+{
+    *sum = 0;
+    for (uint32_t r = 0; r < world; r++) {
+        ncclxNetStats_t s = NCCLX_NET_STATS_INIT;
+        CHECK_NCCLX(ncclxContextGetNetStats(ctx[r], &s));
+        per_rank[r] = s.bytes;
+        *sum += s.bytes;
+    }
+    return 0;
+}
+
 /* Every rank's calls (one group when there are several tensors). */
 static int enqueue(void)
 {
@@ -299,7 +363,7 @@ static void usage(void)
 {
     printf("usage: ncclx-m2n-bench [--pattern copy|cross|fanout|refit] [--mb MIB] [--layers N]\n"
            "                       [--staging-mb MIB] [--iters N] [--warmup N] [--graph]\n"
-           "                       [--check]\n"
+           "                       [--check] [--nodes N]\n"
            "  --pattern P  copy: 1 -> 1 (2 ranks); cross: S0 over 4 -> S1 over 4 (8 ranks);\n"
            "               fanout: 1 -> 8 replicas (9 ranks); refit: qwen3-32b decoder layers\n"
            "               TP2 x DP2 -> TP1 x DP16 at their real shapes (20 ranks)  [copy]\n"
@@ -308,17 +372,21 @@ static void usage(void)
            "  --staging-mb MIB  plan.m2n_staging_bytes per rank of the team         [16]\n"
            "  --iters N, --warmup N  timed and untimed reshards                      [20, 3]\n"
            "  --graph      replay one CUDA graph per rank instead of calling\n"
-           "  --check      fill sources from global indices, check every destination byte\n");
+           "  --check      fill sources from global indices, check every destination byte\n"
+           "  --nodes N    the loopback team shaped as N emulated nodes (N divides the ranks):\n"
+           "               ranks of other nodes only through the emulated network, whose bytes\n"
+           "               per reshard are printed next to the least possible       [no shape]\n");
 }
 
 int main(int argc, char **argv)
 {
-    options_t o = {"copy", 64.0, 16.0, 2, 20, 3, 0, 0};
+    options_t o = {"copy", 64.0, 16.0, 2, 20, 3, 0, 0, 0};
     const struct option longs[] = {{"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},
                                    {"layers", 1, NULL, 'l'},  {"iters", 1, NULL, 'i'},
                                    {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},
                                    {"check", 0, NULL, 'c'},   {"staging-mb", 1, NULL, 's'},
-                                   {"help", 0, NULL, 'h'},    {NULL, 0, NULL, 0}};
+                                   {"nodes", 1, NULL, 'N'},   {"help", 0, NULL, 'h'},
+                                   {NULL, 0, NULL, 0}};
     int c, open_gate = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
@@ -346,6 +414,13 @@ int main(int argc, char **argv)
         case 's':
             o.staging_mb = atof(optarg);
             break;
+        case 'N':
+            o.nodes = (uint32_t)atoi(optarg);
+            if (o.nodes == 0) {
+                fprintf(stderr, "ncclx-m2n-bench: --nodes %s: a number of nodes >= 1\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             usage();
             return 0;
@@ -369,11 +444,20 @@ int main(int argc, char **argv)
     if (build_pattern(&o)) {
         return 2;
     }
+    if (o.nodes != 0 && world % o.nodes != 0) {
+        fprintf(stderr,
+                "ncclx-m2n-bench: --nodes %u does not divide the %u ranks of --pattern %s\n",
+                o.nodes, world, o.pattern);
+        return 2;
+    }
     /* Staging: --staging-mb for every source rank (16 MiB: the most channels, 32 KiB slices). */
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
     plan.m2n_staging_bytes = (uint64_t)(o.staging_mb * 1048576.0) / 16 * 16 * world;
     plan.m2n_max_group_entries = MAX_TENSORS;
-    CHECK_NCCLX(ncclxLoopbackInit(&plan, world, 0, ctx));
+    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
+    config.num_ranks = world;
+    config.num_nodes = o.nodes;
+    CHECK_NCCLX(ncclxLoopbackInitConfig(&plan, &config, ctx));
     uint64_t dst_bytes = 0, max_local = 0;
     for (uint32_t e = 0; e < num_tensors; e++) {
         for (int k = 0; k < 2; k++) {
@@ -445,6 +529,10 @@ int main(int argc, char **argv)
     for (uint32_t r = 0; r < world; r++) {
         CHECK_CUDA(cudaStreamSynchronize(stream[r]));
     }
+    uint64_t net_before = 0, net_after = 0, rank_before[MAX_RANKS], rank_after[MAX_RANKS];
+    if (net_bytes(&net_before, rank_before)) {
+        return 1;
+    }
     /* Every timed reshard behind the gate: start on the timer stream, each rank waits for it
      * and records its end; the next start waits for every end. */
     CHECK_CUDA(cudaLaunchHostFunc(timer, gate, &open_gate));
@@ -471,6 +559,9 @@ int main(int argc, char **argv)
         CHECK_CUDA(cudaStreamSynchronize(stream[r]));
     }
     CHECK_CUDA(cudaStreamSynchronize(timer));
+    if (net_bytes(&net_after, rank_after)) {
+        return 1;
+    }
     for (uint32_t i = 0; i < o.iters; i++) {
         ms[i] = 0;
         for (uint32_t r = 0; r < world; r++) {
@@ -511,6 +602,11 @@ int main(int argc, char **argv)
            "rank: %u channels of %u x %llu-byte slices\n",
            o.pattern, world, num_tensors, o.graph ? ", graph replay" : "", o.staging_mb, channels,
            NCCLX_M2N_DEPTH, (unsigned long long)slice);
+    if (o.nodes != 0) {
+        printf("# one-GPU emulation: a loopback team shaped as %u nodes x %u ranks (other nodes "
+               "only through the emulated network)\n",
+               o.nodes, world / o.nodes);
+    }
     printf("# %14s %14s %10s %10s %10s %12s %8s %10s\n", "dst_bytes/rank", "all_dst_bytes",
            "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof");
     printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f\n",
@@ -525,6 +621,23 @@ int main(int argc, char **argv)
            async_error);
     if (wrong != 0) {
         printf("# %llu destination bytes wrong\n", (unsigned long long)wrong);
+    }
+    if (o.nodes > 1) {
+        /* Every launch of every rank puts its 8-byte vote to each rank of another node. */
+        const uint32_t per_node = world / o.nodes;
+        const uint64_t votes = (uint64_t)world * (world - per_node) * 8u;
+        const uint64_t crossed = (net_after - net_before) / o.iters;
+        uint64_t busiest = 0;
+        for (uint32_t r = 0; r < world; r++) {
+            const uint64_t sent = (rank_after[r] - rank_before[r]) / o.iters;
+            busiest = sent > busiest ? sent : busiest;
+        }
+        const uint64_t least = least_crossing(per_node);
+        printf("#   emulated network per reshard: %llu bytes crossed (%llu of them votes), least "
+               "possible %llu (%.4fx); busiest rank %llu bytes, %.1f us at 50 GB/s\n",
+               (unsigned long long)crossed, (unsigned long long)votes, (unsigned long long)least,
+               least > 0 ? (double)crossed / (double)least : 0.0, (unsigned long long)busiest,
+               (double)busiest / 50e3);
     }
     for (uint32_t r = 0; r < world; r++) {
         CHECK_NCCLX(ncclxFinalize(ctx[r]));

@@ -3,9 +3,10 @@
  *
  * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
  * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  An HT group
- * (--ht-tokens) and M2N staging (--m2n, --m2n-entries) run inside one load/store team: on a
- * team of several (lsa < ranks, as the default --nodes gives from 16 ranks on) the library
- * refuses them in this release, and so does this tool, with the library's message.
+ * (--ht-tokens) runs inside one load/store team: on a team of several (lsa < ranks, as the
+ * default --nodes gives from 16 ranks on) the library refuses it in this release, and so does
+ * this tool, with the library's message.  M2N staging (--m2n, --m2n-entries) on several adds
+ * the network staging and signals of docs/m2n.md, "Across nodes".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,8 +45,7 @@ static void usage(FILE *out)
             "  --ranks N        ranks; default: a sweep over 8, 16, 32, 64\n"
             "  --nodes N        nodes (ranks / 8, at least 1)\n"
             "  --m2n BYTES      M2N staging bytes per rank (0 = no M2N; at least ranks * 16384;\n"
-            "                   one load/store team only: with nodes > 1 it is refused, so\n"
-            "                   give --nodes 1 to sweep 16-64 ranks)\n"
+            "                   with nodes > 1 also its network staging and signals)\n"
             "  --m2n-entries N  M2N tensors one group may record (0 = 128 with --m2n)\n"
             "  --no-fp8         LL without the FP8 recipe\n"
             "  --no-mask        LL without the active mask\n"
@@ -234,6 +234,20 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
                    "(%" PRIu64 " of the %" PRIu64 " staging bytes each source gets)\n",
                    channels, NCCLX_M2N_DEPTH, slice, (uint64_t)channels * NCCLX_M2N_DEPTH * slice,
                    o->m2n_bytes / ranks);
+            if (team.lsa_size < ranks) {
+                const uint64_t remote = ranks - team.lsa_size;
+                printf("# M2N across load/store domains: network staging of %" PRIu64
+                       " remote ranks x %u channel(s) x %u x %" PRIu64 " bytes = %" PRIu64
+                       ", network signals %" PRIu64 " x (1 + 2 x %u) = %" PRIu64 "\n",
+                       remote, channels, NCCLX_M2N_DEPTH, slice,
+                       remote * channels * NCCLX_M2N_DEPTH * slice, remote, channels,
+                       ncclx_m2n_net_signals((uint32_t)remote, channels));
+            }
+            /* nccl_m2n (../shared/specs/m2n-facts.md): staging per rank and call = max(source
+             * tile, destination tile, 2048 B), allocated by the call, not by a plan. */
+            printf("# nccl_m2n: the reference implementation stages max(source tile, destination "
+                   "tile, 2048 B) per rank and call, allocated when the call runs; libncclx's ring "
+                   "is fixed at init and streams tiles of any size through it\n");
         }
         return ncclxPlanPrint(&plan, &team, stdout) == ncclxSuccess;
     }

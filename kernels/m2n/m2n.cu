@@ -28,6 +28,7 @@
 #include "load_kernels.cuh"
 #include "m2n.h"
 #include "m2n_copy.cuh"
+#include "net.cuh"
 
 namespace ncclx
 {
@@ -42,9 +43,37 @@ constexpr unsigned kRefused = NCCLX_M2N_ERROR_REFUSED;
 constexpr unsigned kMismatch = NCCLX_M2N_ERROR_MISMATCH;
 constexpr unsigned kRefuse = NCCLX_M2N_VOTE_REFUSE;
 
+// The symmetric arena of a rank of this rank's load/store domain (never one of another).
 __device__ __forceinline__ char *base_of(const ncclx_m2n_launch_t &l, int rank)
 {
-    return static_cast<char *>(l.peers[rank]);
+    return static_cast<char *>(l.peers[rank - l.lsa_base]);
+}
+
+// Whether rank r is in another load/store domain, reached only through the network.
+__device__ __forceinline__ bool is_remote(const ncclx_m2n_launch_t &l, int r)
+{
+    return r < l.lsa_base || r >= l.lsa_base + l.lsa_size;
+}
+
+// m2n_ring.h's network signals of M2N.
+__device__ __forceinline__ int vote_signal(const ncclx_m2n_launch_t &l, int receiver, int source)
+{
+    return (int)ncclx_m2n_vote_signal(l.net_signal_base, (unsigned)l.lsa_size, (unsigned)receiver,
+                                      (unsigned)source);
+}
+
+__device__ __forceinline__ int filled_signal(const ncclx_m2n_launch_t &l, int receiver, int source,
+                                             unsigned c)
+{
+    return (int)ncclx_m2n_filled_signal(l.net_signal_base, (unsigned)l.lsa_size, (unsigned)l.ranks,
+                                        l.channels, (unsigned)receiver, (unsigned)source, c);
+}
+
+__device__ __forceinline__ int freed_signal(const ncclx_m2n_launch_t &l, int source, int dest,
+                                            unsigned c)
+{
+    return (int)ncclx_m2n_freed_signal(l.net_signal_base, (unsigned)l.lsa_size, (unsigned)l.ranks,
+                                       l.channels, (unsigned)source, (unsigned)dest, c);
 }
 
 __device__ __forceinline__ u64 *votes(char *base, const ncclx_m2n_launch_t &l, int parity)
@@ -123,6 +152,30 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
         }
         if ((spins & 1023) == 0) {
             if (!past_halt && halted(l)) {
+                return false;
+            }
+            const u64 now = globaltimer();
+            if (start == 0) {
+                start = now;
+            } else if (now - start > l.timeout_ns) {
+                report_error(l, kTimeout);
+                return false;
+            }
+        }
+    }
+}
+
+// wait_for on this rank's network signal: until it counts at least need (its senders' puts
+// before the adds have landed), with the same timeout and halt rules.
+__device__ bool wait_signal(const ncclx_m2n_launch_t &l, int signal, u64 need)
+{
+    u64 start = 0;
+    for (unsigned spins = 0;; spins++) {
+        if (net_read_signal(l.net, signal) >= need) {
+            return true;
+        }
+        if ((spins & 1023) == 0) {
+            if (halted(l)) {
                 return false;
             }
             const u64 now = globaltimer();
@@ -335,13 +388,15 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part, u64 tag)
         return true; // more blocks than channels (the planner gives none such)
     }
     const size_t row = (size_t)pr.peer * l.channels;
-    char *self = base_of(l, l.rank), *remote = base_of(l, pr.peer);
+    // A peer of another domain: its counters are network signals and a slice is put, not stored.
+    const bool net = is_remote(l, pr.peer);
+    char *self = base_of(l, l.rank), *remote = net ? nullptr : base_of(l, pr.peer);
     u64 *counts = (pr.send ? l.sent : l.received) + row;
     // Waits on my own counters of this peer; posts into the peer's counters of me.
     const u64 *wait_words = (pr.send ? freed(self, l) : filled(self, l)) + row;
     u64 *post_words =
-        (pr.send ? filled(remote, l) : freed(remote, l)) + (size_t)l.rank * l.channels;
-    char *ring = (pr.send ? remote : self) + l.staging;
+        net ? nullptr
+            : (pr.send ? filled(remote, l) : freed(remote, l)) + (size_t)l.rank * l.channels;
     const unsigned source = pr.send ? (unsigned)l.rank : (unsigned)pr.peer;
     __syncthreads(); // base[] of the block's previous pair is no longer read
     for (unsigned i = threadIdx.x; i < mine; i += blockDim.x) {
@@ -366,12 +421,14 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part, u64 tag)
                     // The slot held round j - DEPTH: the destination must have read it out.
                     const u64 need = base[i] + j + 1 - NCCLX_M2N_DEPTH;
                     ok = j < NCCLX_M2N_DEPTH ||
-                         wait_for(
-                             l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+                         (net ? wait_signal(l, freed_signal(l, l.rank, pr.peer, c), need)
+                              : wait_for(
+                                    l, wait_words + c, [need](u64 v) { return v >= need; }, &seen));
                 } else {
                     const u64 need = base[i] + j + 1;
-                    ok = wait_for(
-                        l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
+                    ok = net ? wait_signal(l, filled_signal(l, l.rank, pr.peer, c), need)
+                             : wait_for(
+                                   l, wait_words + c, [need](u64 v) { return v >= need; }, &seen);
                 }
             }
             __syncthreads();
@@ -380,13 +437,35 @@ __device__ bool move_pair(const ncclx_m2n_launch_t &l, int p, int part, u64 tag)
             }
             const u64 lo = k * l.slice;
             const u64 len = pr.bytes - lo < l.slice ? pr.bytes - lo : l.slice;
+            // The slot of this round in the destination's ring; a slice for another domain is
+            // packed into this rank's network staging first and put there.
+            const u64 slot = l.staging + ncclx_m2n_slot(source, c, j, l.channels, l.slice);
+            const u64 packed =
+                l.net_staging + ncclx_m2n_net_slot((unsigned)l.lsa_size, (unsigned)l.rank,
+                                                   (unsigned)pr.peer, c, j, l.channels, l.slice);
             move_span(l, pr, lo, lo + len,
-                      ring + ncclx_m2n_slot(source, c, j, l.channels, l.slice));
+                      pr.send ? (net ? self + packed : remote + slot) : self + slot);
+            if (net && pr.send) {
+                __threadfence_system(); // the packed slice before the put reads it (a NIC)
+            }
             __syncthreads();
+            if (net && threadIdx.x < kWarpSize) {
+                // The payload (none when freeing), then the add that counts the round.
+                const int lane = (int)threadIdx.x;
+                if (pr.send) {
+                    net_put_signal_warp(l.net, pr.peer, slot, packed, len,
+                                        filled_signal(l, pr.peer, l.rank, c), 1, lane);
+                } else {
+                    net_put_signal_warp(l.net, pr.peer, 0, 0, 0,
+                                        freed_signal(l, pr.peer, l.rank, c), 1, lane);
+                }
+            }
             if (threadIdx.x == 0) {
                 // Release: the block's writes (pack) or reads (unpack) of the slot, ordered
                 // before it by the barrier, come first.
-                st_release(l, post_words + c, base[i] + j + 1);
+                if (!net) {
+                    st_release(l, post_words + c, base[i] + j + 1);
+                }
                 if (j + 1 == ncclx_m2n_channel_rounds(slices, c, C)) {
                     *reinterpret_cast<volatile u64 *>(&counts[c]) = base[i] + j + 1;
                 }
@@ -420,12 +499,31 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (l.direct) {
             publish_direct(l, self, (u64)seq + 1);
         }
+        const u64 vote = ((u64)tag << 32) | l.word;
         for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
-            st_release(l, votes(base_of(l, r), l, parity) + l.rank, ((u64)tag << 32) | l.word);
+            if (!is_remote(l, r)) {
+                st_release(l, votes(base_of(l, r), l, parity) + l.rank, vote);
+            }
+        }
+        // To another domain: the word with an add to the receiver's vote signal of this rank,
+        // one warp per receiver.
+        const int warps = (int)blockDim.x / kWarpSize, warp = (int)threadIdx.x / kWarpSize;
+        for (int r = warp; l.lsa_size < l.ranks && r < l.ranks; r += warps) {
+            if (is_remote(l, r)) {
+                net_put_value_signal_warp(
+                    l.net, r, l.signals + ((size_t)parity * l.ranks + l.rank) * sizeof(u64), vote,
+                    vote_signal(l, r, l.rank), 1, (int)threadIdx.x % kWarpSize);
+            }
         }
     }
     for (int r = threadIdx.x; r < l.ranks; r += blockDim.x) {
         u64 v = 0;
+        // A vote from another domain is read once its signal counts it: seq + 1 votes of that
+        // rank since init, one per launch.
+        if (is_remote(l, r) && !wait_signal(l, vote_signal(l, l.rank, r), seq + 1)) {
+            atomicOr(&bits, kTimeout);
+            break;
+        }
         if (!wait_for(
                 l, votes(self, l, parity) + r, [tag](u64 x) { return (unsigned)(x >> 32) == tag; },
                 &v)) {

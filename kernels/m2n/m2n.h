@@ -20,6 +20,7 @@
 
 #include "dev_state.h" /* ncclx_ep_arrive_t */
 #include "m2n_ring.h"
+#include "net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,7 +72,13 @@ typedef struct {
     int one_gpu;              /* every rank on this GPU: gpu-scope acquire and release */
     int reserved2;
     unsigned long long timeout_ns;
-    void *const *peers;                  /* device: symmetric arena base of each rank */
+    void *const *peers;           /* device: symmetric arena base of each rank of this
+                                     rank's load/store domain, peers[r - lsa_base] */
+    int lsa_base, lsa_size;       /* this rank's domain: ranks lsa_base .. + lsa_size - 1 */
+    size_t net_staging;           /* symmetric: slices packed for other domains */
+    unsigned int net_signal_base; /* the first of M2N's network signals (m2n_ring.h) */
+    unsigned int reserved4;
+    ncclx_net_desc_t net;                /* the transport to other domains (NONE on one) */
     size_t staging, signals;             /* offsets in the symmetric arena */
     ncclx_m2n_state_t *state;            /* private device */
     unsigned long long *sent, *received; /* private device, [R][channels] each */

@@ -176,4 +176,68 @@ NCCLX_RING_FN uint64_t ncclx_m2n_slot(uint32_t src, uint32_t c, uint64_t round, 
     return (((uint64_t)src * channels + c) * NCCLX_M2N_DEPTH + round % NCCLX_M2N_DEPTH) * slice;
 }
 
+/*
+ * Across load/store domains (docs/m2n.md, "Across nodes").  A pair whose peer is in another
+ * domain moves its slices through the network transport (kernels/common/net.h) instead of
+ * stores: the source packs round j of channel c into its own network staging
+ *   net_staging [remote destination][channels][NCCLX_M2N_DEPTH][slice]
+ * and puts the slice into the same ring slot at the destination as a store would have filled,
+ * with an add of 1 to the destination's `filled` network signal of (source, channel); the
+ * destination unpacks and adds 1 to the source's `freed` network signal of (destination,
+ * channel); a vote is an 8-byte put with an add to the receiver's `vote` signal of its source.
+ * Every round adds exactly 1, so a signal holds the same count as the counter a store would
+ * have written (rounds since init).  A receiver numbers the ranks outside its domain 0 ..
+ * remote - 1 (ncclx_m2n_remote_index), and its M2N network signals are, from the plan's base:
+ *   vote[remote], filled[remote][channels], freed[remote][channels].
+ * A send slot is reused DEPTH rounds later, after the destination freed the round it held:
+ * the destination saw that slice land, so the put has read it.
+ */
+
+/* Network signals of M2N at one rank, with `remote` ranks outside its domain. */
+NCCLX_RING_FN uint64_t ncclx_m2n_net_signals(uint32_t remote, uint32_t channels)
+{
+    return (uint64_t)remote * (1u + 2ull * channels);
+}
+
+/* Rank x's index among the ranks outside the domain of rank `viewer` (x is one of them). */
+NCCLX_RING_FN uint32_t ncclx_m2n_remote_index(uint32_t lsa_size, uint32_t viewer, uint32_t x)
+{
+    const uint32_t first = viewer / lsa_size * lsa_size;
+    return x < first ? x : x - lsa_size;
+}
+
+/* The receiver's signal that counts the votes of `source`. */
+NCCLX_RING_FN uint32_t ncclx_m2n_vote_signal(uint32_t base, uint32_t lsa_size, uint32_t receiver,
+                                             uint32_t source)
+{
+    return base + ncclx_m2n_remote_index(lsa_size, receiver, source);
+}
+
+/* The receiver's signal that counts the rounds `source` filled on channel c. */
+NCCLX_RING_FN uint32_t ncclx_m2n_filled_signal(uint32_t base, uint32_t lsa_size, uint32_t ranks,
+                                               uint32_t channels, uint32_t receiver,
+                                               uint32_t source, uint32_t c)
+{
+    const uint32_t remote = ranks - lsa_size;
+    return base + remote + ncclx_m2n_remote_index(lsa_size, receiver, source) * channels + c;
+}
+
+/* The source's signal that counts the rounds `destination` freed on channel c. */
+NCCLX_RING_FN uint32_t ncclx_m2n_freed_signal(uint32_t base, uint32_t lsa_size, uint32_t ranks,
+                                              uint32_t channels, uint32_t source,
+                                              uint32_t destination, uint32_t c)
+{
+    const uint32_t remote = ranks - lsa_size;
+    return base + remote * (1u + channels) +
+           ncclx_m2n_remote_index(lsa_size, source, destination) * channels + c;
+}
+
+/* Byte offset, in a source's network staging, of the slot of round `round` of channel c to
+ * destination `dst`. */
+NCCLX_RING_FN uint64_t ncclx_m2n_net_slot(uint32_t lsa_size, uint32_t src, uint32_t dst, uint32_t c,
+                                          uint64_t round, uint32_t channels, uint64_t slice)
+{
+    return ncclx_m2n_slot(ncclx_m2n_remote_index(lsa_size, src, dst), c, round, channels, slice);
+}
+
 #endif /* NCCLX_KERNELS_M2N_RING_H_ */

@@ -54,7 +54,8 @@ static ncclxResult_t ncclx_net_gin(struct ncclxContext *ctx, ncclx_net_desc_t *n
     if (nres != ncclSuccess) {
         return NCCLX_ERROR(ncclxUnsupported,
                            "the team spans %u load/store domains (team.lsa_size=%u of %u ranks), "
-                           "so its EP groups reach the other domains through NCCL GIN, and %s "
+                           "so its LL groups and M2N reach the other domains through NCCL GIN, "
+                           "and %s "
                            "failed: %s (%d).  GIN needs NCCL >= 2.28.9 and, on every node, an "
                            "RDMA NIC (InfiniBand or RoCE) with GPUDirect RDMA (nvidia-peermem or "
                            "DMA-BUF); docs/multi-node.md",

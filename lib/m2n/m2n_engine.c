@@ -63,6 +63,11 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
         l->one_gpu = ctx->loopback != NULL;
         l->timeout_ns = timeout_ns;
         l->peers = (void *const *)ctx->peer_table;
+        l->lsa_size = (int)ctx->norm.team.lsa_size;
+        l->lsa_base = ctx->rank / l->lsa_size * l->lsa_size;
+        l->net_staging = r->m2n_net_staging;
+        l->net_signal_base = r->m2n_net_signal_base;
+        l->net = ctx->net;
         l->staging = r->m2n_staging;
         l->signals = r->m2n_signals;
         l->state = m->state;

@@ -279,14 +279,6 @@ static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
                                gi, norm->team.num_ranks, norm->team.lsa_size);
         }
     }
-    if (norm->plan.m2n_staging_bytes != 0 && norm->team.lsa_size != norm->team.num_ranks) {
-        return NCCLX_ERROR(ncclxUnsupported,
-                           "plan.m2n_staging_bytes=%" PRIu64 " on a team of %u ranks of which %u "
-                           "reach each other by load/store: M2N between load/store domains is "
-                           "not implemented in this release",
-                           (uint64_t)norm->plan.m2n_staging_bytes, norm->team.num_ranks,
-                           norm->team.lsa_size);
-    }
     return ncclxSuccess;
 }
 

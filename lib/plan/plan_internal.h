@@ -92,16 +92,18 @@ typedef struct {
 #define NCCLX_M2N_STATE_BYTES 2048u /* device: ncclx_m2n_state_t */
 
 typedef struct {
-    size_t m2n_staging; /* symmetric: kernels/m2n/m2n_ring.h's ring of every source */
-    size_t m2n_signals; /* symmetric */
-    size_t m2n_state;   /* device */
-    size_t m2n_counts;  /* device */
-    size_t m2n_status;  /* mapped host */
-    size_t m2n_engine;  /* host: the engine struct */
-    size_t m2n_entries; /* host: [m2n_max_group_entries] recorded group entries */
-    size_t peer_table;  /* device: lsa_size base pointers */
-    size_t scratch;     /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
-    size_t status;      /* mapped host: context status */
+    size_t m2n_staging;     /* symmetric: kernels/m2n/m2n_ring.h's ring of every source */
+    size_t m2n_net_staging; /* symmetric: slices packed for ranks of other load/store domains */
+    uint32_t m2n_net_signal_base; /* first of M2N's network signals (m2n_ring.h) */
+    size_t m2n_signals;           /* symmetric */
+    size_t m2n_state;             /* device */
+    size_t m2n_counts;            /* device */
+    size_t m2n_status;            /* mapped host */
+    size_t m2n_engine;            /* host: the engine struct */
+    size_t m2n_entries;           /* host: [m2n_max_group_entries] recorded group entries */
+    size_t peer_table;            /* device: lsa_size base pointers */
+    size_t scratch;               /* device: NCCLX_CONTEXT_SCRATCH_BYTES (init barrier, ...) */
+    size_t status;                /* mapped host: context status */
     /* The network transport (kernels/common/net.h), on a team of several load/store domains. */
     size_t net_signals;       /* symmetric: the emulator's [contexts][net_num_signals] uint64 */
     size_t net_held;          /* device: the emulator's held puts [contexts][R][held] */

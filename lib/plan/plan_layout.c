@@ -240,6 +240,18 @@ static ncclxResult_t ncclx_layout_m2n(ncclx_layout_t *layout, const ncclx_plan_n
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_HOST, -1, "M2N group entries",
                               ncclx_host_object_bytes(NCCLX_HOST_M2N_ENTRY),
                               norm->plan.m2n_max_group_entries, &regions->m2n_entries));
+    /* Across load/store domains a put reads from the symmetric arena, so a slice for a rank of
+     * another domain is packed here first: one ring per remote destination, the mirror of this
+     * rank's ring at that destination; and the network signals of the votes and the rounds. */
+    const uint64_t remote =
+        on && NCCLX_TEAM_MULTI_DOMAIN(&norm->team) ? ranks - norm->team.lsa_size : 0;
+    size_t bytes = 0;
+    NCCLX_CHECK(ncclx_product(remote * channels, NCCLX_M2N_DEPTH * slice, 1, "M2N network staging",
+                              -1, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, -1, "M2N network staging", bytes, 1,
+                              &regions->m2n_net_staging));
+    regions->m2n_net_signal_base = regions->net_num_signals;
+    regions->net_num_signals += (uint32_t)ncclx_m2n_net_signals((uint32_t)remote, channels);
     return ncclxSuccess;
 }
 
@@ -270,6 +282,7 @@ static ncclxResult_t ncclx_layout_net(ncclx_layout_t *layout, const ncclx_plan_n
 ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t *norm,
                                 ncclx_plan_regions_t *regions)
 {
+    regions->net_num_signals = 0;
     NCCLX_CHECK(ncclx_layout_m2n(layout, norm, regions));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, -1, "LSA peer pointer table",
                               sizeof(void *), norm->team.lsa_size, &regions->peer_table));
@@ -277,7 +290,6 @@ ncclxResult_t ncclx_plan_layout(ncclx_layout_t *layout, const ncclx_plan_norm_t 
                               NCCLX_CONTEXT_SCRATCH_BYTES, 1, &regions->scratch));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_MAPPED_HOST, -1, "context status",
                               NCCLX_STATUS_BYTES, 1, &regions->status));
-    regions->net_num_signals = 0;
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
         NCCLX_CHECK(ncclx_layout_ep_group(layout, (int)gi, &norm->groups[gi], &norm->team,
                                           &regions->net_num_signals, &regions->groups[gi]));

@@ -163,17 +163,37 @@ ncclxM2nTensor_t descriptor(const side_t *s, ncclxDataType_t dtype, void *data)
 
 /* ---- the team and the tiles ---- */
 
-void team_open(team_t *t, uint32_t ranks, uint64_t staging_per_rank)
+uint32_t test_nodes(uint32_t ranks)
+{
+    const char *env = getenv("TEST_NODES");
+    const int n = env != NULL ? atoi(env) : 0;
+    return n > 0 && ranks % (uint32_t)n == 0 ? (uint32_t)n : 0;
+}
+
+/* nodes > 0: a loopback team shaped as that many emulated nodes; 0: test_nodes(ranks). */
+void team_open_shaped(team_t *t, uint32_t ranks, uint32_t nodes, uint64_t staging_per_rank)
 {
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxLoopbackConfig_t config = NCCLX_LOOPBACK_CONFIG_INIT;
     plan.m2n_staging_bytes = staging_per_rank * ranks;
     plan.m2n_max_group_entries = MAX_TENSORS;
+    if (nodes == 0) {
+        nodes = test_nodes(ranks);
+    }
     t->ranks = ranks;
-    assert_ncclx_ok(ncclxLoopbackInit(&plan, ranks, 0, t->ctx));
+    t->nodes = nodes;
+    config.num_ranks = ranks;
+    config.num_nodes = nodes;
+    assert_ncclx_ok(ncclxLoopbackInitConfig(&plan, &config, t->ctx));
     for (uint32_t r = 0; r < ranks; r++) {
         assert_int_equal(cudaStreamCreateWithFlags(&t->stream[r], cudaStreamNonBlocking),
                          cudaSuccess);
     }
+}
+
+void team_open(team_t *t, uint32_t ranks, uint64_t staging_per_rank)
+{
+    team_open_shaped(t, ranks, 0, staging_per_rank);
 }
 
 void team_close(team_t *t)
@@ -322,6 +342,13 @@ void reshard_all(const team_t *t, const tensor_t *x, const tiles_t *tl, uint32_t
 void run_tensors(uint32_t ranks, uint64_t staging_per_rank, const tensor_t *x, uint32_t n,
                  const char *what)
 {
+    run_tensors_shaped(ranks, 0, staging_per_rank, x, n, what);
+}
+
+/* run_tensors on a team of `nodes` emulated nodes (team_open_shaped). */
+void run_tensors_shaped(uint32_t ranks, uint32_t nodes, uint64_t staging_per_rank,
+                        const tensor_t *x, uint32_t n, const char *what)
+{
     team_t t;
     static tiles_t tl[MAX_TENSORS];
     uint8_t **keep = malloc(sizeof(uint8_t *) * 2 * MAX_RANKS * MAX_TENSORS * 3);
@@ -329,7 +356,7 @@ void run_tensors(uint32_t ranks, uint64_t staging_per_rank, const tensor_t *x, u
     uint64_t salt[3];
     uint32_t err[MAX_RANKS];
     assert_non_null(keep);
-    team_open(&t, ranks, staging_per_rank);
+    team_open_shaped(&t, ranks, nodes, staging_per_rank);
     for (uint32_t e = 0; e < n; e++) {
         tiles_alloc(&t, &x[e], &tl[e]);
     }
@@ -363,7 +390,12 @@ void run_tensors(uint32_t ranks, uint64_t staging_per_rank, const tensor_t *x, u
     for (uint32_t e = 0; e < n; e++) {
         tiles_free(&tl[e]);
     }
-    printf("# %s: %u ranks, %u tensor(s), exact\n", what, ranks, n);
+    if (t.nodes != 0) {
+        printf("# %s: %u ranks on %u emulated nodes, %u tensor(s), exact\n", what, ranks, t.nodes,
+               n);
+    } else {
+        printf("# %s: %u ranks, %u tensor(s), exact\n", what, ranks, n);
+    }
 }
 
 side_t side1(uint32_t ndims, const uint64_t g[3], uint32_t elem, uint32_t ranks, uint32_t start,

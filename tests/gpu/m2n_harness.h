@@ -35,6 +35,7 @@ typedef struct {
 
 typedef struct {
     uint32_t ranks;
+    uint32_t nodes; /* emulated nodes of the loopback team; 0: no shape */
     ncclxContext_t ctx[MAX_RANKS];
     cudaStream_t stream[MAX_RANKS];
 } team_t;
@@ -58,7 +59,11 @@ void local_shape(const side_t *s, uint64_t shape[3]);
 uint64_t tile_bytes(const side_t *s);
 void tile_globals(const side_t *s, uint32_t rank, uint64_t *out);
 ncclxM2nTensor_t descriptor(const side_t *s, ncclxDataType_t dtype, void *data);
+/* TEST_NODES=N when N divides ranks (the same assertions across load/store domains,
+ * tests/gpu/run_m2n_nodes.sh), else 0: the emulated nodes team_open gives `ranks` ranks. */
+uint32_t test_nodes(uint32_t ranks);
 void team_open(team_t *t, uint32_t ranks, uint64_t staging_per_rank);
+void team_open_shaped(team_t *t, uint32_t ranks, uint32_t nodes, uint64_t staging_per_rank);
 void team_close(team_t *t);
 void team_sync(team_t *t);
 void tiles_alloc(const team_t *t, const tensor_t *x, tiles_t *tl);
@@ -70,6 +75,8 @@ void check(const team_t *t, const tiles_t *tl, uint64_t salt, int moved, const c
 void reshard_all(const team_t *t, const tensor_t *x, const tiles_t *tl, uint32_t n);
 void run_tensors(uint32_t ranks, uint64_t staging_per_rank, const tensor_t *x, uint32_t n,
                  const char *what);
+void run_tensors_shaped(uint32_t ranks, uint32_t nodes, uint64_t staging_per_rank,
+                        const tensor_t *x, uint32_t n, const char *what);
 side_t side1(uint32_t ndims, const uint64_t g[3], uint32_t elem, uint32_t ranks, uint32_t start,
              int32_t placement);
 side_t side2(uint32_t ndims, const uint64_t g[3], uint32_t elem, uint32_t d0, uint32_t d1,

@@ -259,6 +259,28 @@ static void test_ht_across_nodes_refused(void **state)
                      131072ull + 1024ull + 1879048192ull + 4194304ull + 2097152ull);
 }
 
+/* M2N on 16 ranks of 2 nodes (8 per load/store domain), 1 MiB of staging per rank: slices of
+ * 32768 bytes (1 MiB / (4 * 128) = 2048 is raised to the preferred 32768) on 256 KiB / 32768 = 8
+ * channels.  Across domains each rank also holds the network staging of its 8 remote
+ * destinations, 8 * 8 channels * DEPTH 4 * 32768 = 8 MiB, and the network signals: per remote
+ * rank a vote and filled and freed per channel, 8 * (1 + 2 * 8) = 136 signals in each of the 4
+ * contexts, 136 * 4 * 8 = 4352 bytes, after the one-domain total padded to 256 (the next
+ * region's start).  Nothing else in the symmetric class changes. */
+static void test_m2n_across_nodes(void **state)
+{
+    (void)state;
+    ncclxTeam_t nodes = team_of(16, 2), one = team_of(16, 1);
+    ncclxPlanSizes_t across = sizes_of(NULL, 0, 16u << 20, &nodes);
+    ncclxPlanSizes_t inside = sizes_of(NULL, 0, 16u << 20, &one);
+    const uint64_t padded = (inside.total[NCCLX_MEM_SYMMETRIC] + 255) / 256 * 256;
+    assert_int_equal(across.total[NCCLX_MEM_SYMMETRIC] - padded, 8ull * 8 * 4 * 32768 + 4352);
+    /* 4 nodes of 4: 12 remote destinations, 16 MiB / 16 = 1 MiB per source as before. */
+    nodes = team_of(16, 4);
+    across = sizes_of(NULL, 0, 16u << 20, &nodes);
+    assert_int_equal(across.total[NCCLX_MEM_SYMMETRIC] - padded,
+                     12ull * 8 * 4 * 32768 + 12 * (1 + 2 * 8) * 4 * 8);
+}
+
 /* M2N's host regions, first in the host class: the engine, then the group entries (128 by
  * default), each 64-byte aligned. */
 static size_t host_bytes_of_m2n(uint32_t entries)
@@ -858,6 +880,7 @@ int main(void)
         cmocka_unit_test(test_handle_piece_alignment),
         cmocka_unit_test(test_region_alignment),
         cmocka_unit_test(test_extreme_plan_sizes_or_fails_cleanly),
+        cmocka_unit_test(test_m2n_across_nodes),
         cmocka_unit_test(test_plan_print_lists_regions),
     };
     return cmocka_run_group_tests_name("plan_sizes", tests, NULL, NULL);

@@ -264,12 +264,6 @@ static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
         assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
         return;
     }
-    if (f->plan.m2n_staging_bytes != 0 && !one_lsa_team) {
-        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported,
-                           "plan.m2n_staging_bytes=");
-        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
-        return;
-    }
     assert_ncclx_ok(ncclxPlanValidate(&f->plan, team));
 }
 
@@ -438,21 +432,19 @@ static void test_unimplemented_refused(void **state)
                        "plan.ep_groups[1]->num_handles=0");
 
     /* M2N staging on 16 ranks of which 8 reach each other by load/store (two nodes), with or
-     * without EP groups; nothing sized. */
+     * without EP groups: M2N crosses domains through the network transport, so the plan is
+     * valid and sized (its network regions: test_plan_sizes.c). */
     make_fixture(&f, 1, BASE_LL, BASE_LL);
     f.team.num_ranks = 16;
     f.team.num_nodes = 2;
     f.team.lsa_size = 8;
     f.plan.m2n_staging_bytes = 16 * NCCLX_M2N_MIN_STAGING_PER_RANK;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=262144 on a team of 16 ranks of which 8 reach "
-                       "each other by load/store: M2N between load/store domains " NOT_IMPLEMENTED);
-    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=262144");
-    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    assert_true(sizes.total[NCCLX_MEM_SYMMETRIC] > 0);
+    sizes = before;
     f.plan.num_ep_groups = 0;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=262144");
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
     /* The HT group is refused first; a staging too small is an invalid argument first. */
     make_fixture(&f, 1, BASE_HT, BASE_HT);
     f.team.lsa_size = 4;
@@ -548,12 +540,14 @@ static void test_m2n_plan_rules(void **state)
         assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &given));
         assert_true(given.total[NCCLX_MEM_HOST] > dflt.total[NCCLX_MEM_HOST]);
     }
-    /* Staging off one load/store domain: refused as not implemented (test_unimplemented_refused),
-     * after the staging and entry checks. */
+    /* Staging off one load/store domain: valid, with the same staging and entry checks. */
     f.team.lsa_size = 4;
     f.plan.m2n_max_group_entries = 0;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.m2n_staging_bytes=131072 on a team of 8 ranks of which 4");
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK - 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=131071");
+    f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
     f.plan.m2n_max_group_entries = NCCLX_M2N_MAX_GROUP_ENTRIES + 1;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.m2n_max_group_entries=65537 exceeds 65536");
