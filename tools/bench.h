@@ -35,10 +35,12 @@ typedef struct {
     uint32_t sm_budget; /* blocks per data-moving kernel (0: the library's default) */
     uint32_t device;    /* CUDA device of a loopback team */
     int graph, check, sweep;
-    int zero_copy; /* HT: outputs and expert outputs in the group's buffers (no copy) */
-    int no_gate;   /* enqueue timed work without holding it behind the gate */
-    int mask;      /* plan the group with an active mask (fault tolerance on) */
-    int peer_copy; /* roofline: a copy to the next GPU (cudaMemcpyPeerAsync) */
+    int zero_copy;   /* HT: outputs and expert outputs in the group's buffers (no copy) */
+    int no_gate;     /* enqueue timed work without holding it behind the gate */
+    int mask;        /* plan the group with an active mask (fault tolerance on) */
+    int peer_copy;   /* roofline: a copy to the next GPU (cudaMemcpyPeerAsync) */
+    int layer;       /* also time routing alone and routing + dispatch + combine */
+    const char *csv; /* append one line per measured operation to this file (NULL: none) */
     uint64_t seed;
 } bench_options_t;
 
@@ -150,7 +152,16 @@ uint64_t bench_ht_nccl_ep_bytes(uint32_t ranks, uint32_t tokens, uint32_t expert
 
 /* ---- the team (bench_team.c) ---- */
 
-typedef enum { BENCH_DISPATCH = 0, BENCH_COMBINE = 1, BENCH_NUM_OPS = 2 } bench_op_t;
+/* Dispatch and combine always; with --layer also the routing (ncclxEpHandleUpdate) alone and
+ * a whole layer (update, dispatch, combine in one stream order). */
+typedef enum {
+    BENCH_DISPATCH = 0,
+    BENCH_COMBINE = 1,
+    BENCH_DATA_OPS = 2,
+    BENCH_ROUTE = 2,
+    BENCH_LAYER = 3,
+    BENCH_NUM_OPS = 4
+} bench_op_t;
 
 typedef struct {
     uint32_t rank; /* global */
@@ -208,6 +219,12 @@ int bench_fail_cuda(cudaError_t err, const char *what, int rank);
         }                                                            \
     } while (0)
 
+/* The operations each timed iteration runs: BENCH_DATA_OPS, or BENCH_NUM_OPS with --layer. */
+static inline int bench_num_ops(const bench_team_t *t)
+{
+    return t->o.layer ? BENCH_NUM_OPS : BENCH_DATA_OPS;
+}
+
 /* Contexts, streams, handles and buffers for o (0 on success; on failure what was made is
  * released). */
 int bench_team_create(const bench_options_t *o, bench_team_t *t);
@@ -257,11 +274,38 @@ typedef struct {
     double median_us, min_us, max_us;
 } bench_stats_t;
 
-/* Warm-up then timed iterations of dispatch then combine, each from a common start to the
- * last rank's end. */
+/* Warm-up then timed iterations of dispatch then combine (then, with --layer, routing and a
+ * layer), each from a common start to the last rank's end. */
 int bench_time_ops(bench_team_t *t, bench_stats_t stats[BENCH_NUM_OPS]);
 
 /* Median time of a device-to-device copy of bytes on this GPU. */
 int bench_time_copy(bench_team_t *t, size_t bytes, double *median_us);
+
+/* ---- rows against their ceiling (bench_report.c) ---- */
+
+/* The path op takes on this team ("ll two-pass", "ht direct", "ht staged", ...). */
+const char *bench_path_name(const bench_team_t *t, bench_op_t op);
+
+/* The least HBM bytes a data op (dispatch or combine) reads and writes on its path with n
+ * tokens per rank, summed over the local ranks. */
+uint64_t bench_hbm_bytes(const bench_team_t *t, const bench_inputs_t *in, uint32_t n,
+                         bench_op_t op);
+
+/* What the rows measure: "one-GPU emulation: loopback 8 [as N nodes x M]" or "real
+ * communicator: R GPU(s), R process(es)". */
+void bench_label(const bench_team_t *t, char *buf, size_t len);
+
+/* One measured operation, for --csv. */
+typedef struct {
+    const char *op, *path;
+    uint64_t bytes; /* per rank; 0 where not counted (routing, a layer) */
+    bench_stats_t stats;
+    double pct_roof, pct_hbm; /* negative: not measured */
+    uint64_t hbm_bytes;
+    const char *wrong;
+} bench_csv_t;
+
+/* Appends row to --csv FILE (a header line first when the file is empty); 0 without --csv. */
+int bench_csv_row(const bench_team_t *t, const bench_csv_t *row);
 
 #endif /* NCCLX_TOOLS_BENCH_H_ */

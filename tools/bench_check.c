@@ -286,7 +286,7 @@ int bench_check(bench_team_t *t, const bench_inputs_t *in, uint64_t *wrong)
         }
     }
     /* Every rank's dispatch is enqueued before any combine: a loopback team needs them all. */
-    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+    for (int op = 0; op < BENCH_DATA_OPS; op++) {
         for (uint32_t i = 0; i < t->nlocal; i++) {
             if (bench_team_enqueue(t, i, (bench_op_t)op) != 0) {
                 return -1;

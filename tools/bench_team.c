@@ -435,12 +435,36 @@ static int bench_ht_combine(const bench_team_t *t, bench_rank_t *r)
     return 0;
 }
 
-static int bench_eager(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
+/* The routing of the current token count again (a training step's handle update). */
+static int bench_update(const bench_team_t *t, bench_rank_t *r)
+{
+    ncclxTensor_t idx = bench_tensor(r->topk_idx, NCCLX_INT64, 2, t->tokens, t->o.topk, 0);
+    BENCH_NCCLX(ncclxEpHandleUpdate(r->handle, &idx, (ncclxStream_t)r->stream),
+                "ncclxEpHandleUpdate", r->rank);
+    return 0;
+}
+
+static int bench_data_op(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
 {
     if (t->o.algo == NCCLX_EP_ALGO_HT) {
         return op == BENCH_DISPATCH ? bench_ht_dispatch(t, r) : bench_ht_combine(t, r);
     }
     return op == BENCH_DISPATCH ? bench_dispatch(t, r) : bench_combine(t, r);
+}
+
+static int bench_eager(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
+{
+    switch (op) {
+    case BENCH_ROUTE:
+        return bench_update(t, r);
+    case BENCH_LAYER:
+        if (bench_update(t, r) != 0 || bench_data_op(t, r, BENCH_DISPATCH) != 0) {
+            return -1;
+        }
+        return bench_data_op(t, r, BENCH_COMBINE);
+    default:
+        return bench_data_op(t, r, op);
+    }
 }
 
 int bench_team_enqueue(bench_team_t *t, uint32_t i, bench_op_t op)
@@ -471,7 +495,11 @@ static int bench_capture_one(bench_team_t *t, bench_rank_t *r, bench_op_t op)
     if (rc != 0) {
         return rc;
     }
-    BENCH_CUDA(err, op == BENCH_DISPATCH ? "capturing ncclxEpDispatch" : "capturing ncclxEpCombine",
+    BENCH_CUDA(err,
+               op == BENCH_DISPATCH  ? "capturing ncclxEpDispatch"
+               : op == BENCH_COMBINE ? "capturing ncclxEpCombine"
+               : op == BENCH_ROUTE   ? "capturing ncclxEpHandleUpdate"
+                                     : "capturing a layer (update, dispatch, combine)",
                r->rank);
     return 0;
 }
@@ -479,7 +507,7 @@ static int bench_capture_one(bench_team_t *t, bench_rank_t *r, bench_op_t op)
 int bench_team_capture(bench_team_t *t)
 {
     /* Dispatch before combine: combine needs a dispatched handle, also when captured. */
-    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+    for (int op = 0; op < bench_num_ops(t); op++) {
         for (uint32_t i = 0; i < t->nlocal; i++) {
             if (bench_capture_one(t, &t->r[i], (bench_op_t)op) != 0) {
                 return -1;

@@ -119,7 +119,7 @@ static int bench_run_chunk(bench_team_t *t, bench_events_t *ev, uint32_t n, doub
 {
     int rc = bench_gate_close(t, ev);
     for (uint32_t slot = 0; slot < n && rc == 0; slot++) {
-        for (int op = 0; op < BENCH_NUM_OPS && rc == 0; op++) {
+        for (int op = 0; op < bench_num_ops(t) && rc == 0; op++) {
             rc = bench_enqueue_op(t, ev, slot, (bench_op_t)op);
         }
     }
@@ -129,7 +129,7 @@ static int bench_run_chunk(bench_team_t *t, bench_events_t *ev, uint32_t n, doub
         return -1;
     }
     for (uint32_t slot = 0; samples != NULL && slot < n; slot++) {
-        for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        for (int op = 0; op < bench_num_ops(t); op++) {
             cudaEvent_t *end = bench_ends(ev, t, slot, op);
             float slowest = 0.0f;
             for (uint32_t i = 0; i < t->nlocal; i++) {
@@ -181,12 +181,12 @@ static int bench_loop(bench_team_t *t, bench_events_t *ev, double **samples)
 int bench_time_ops(bench_team_t *t, bench_stats_t stats[BENCH_NUM_OPS])
 {
     bench_events_t ev;
-    double *samples[BENCH_NUM_OPS] = {NULL, NULL};
+    double *samples[BENCH_NUM_OPS] = {NULL};
     int rc = -1;
     if (bench_events_create(t, &ev) != 0) {
         goto out;
     }
-    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+    for (int op = 0; op < bench_num_ops(t); op++) {
         samples[op] = malloc(t->o.iters * sizeof(double));
         if (samples[op] == NULL) {
             fprintf(stderr, "ncclx-bench: out of host memory for samples\n");
@@ -194,15 +194,16 @@ int bench_time_ops(bench_team_t *t, bench_stats_t stats[BENCH_NUM_OPS])
         }
     }
     if (bench_loop(t, &ev, samples) == 0) {
-        for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        for (int op = 0; op < bench_num_ops(t); op++) {
             bench_stats(samples[op], t->o.iters, &stats[op]);
         }
         rc = 0;
     }
 out:
     bench_events_destroy(&ev);
-    free(samples[0]);
-    free(samples[1]);
+    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        free(samples[op]);
+    }
     return rc;
 }
 

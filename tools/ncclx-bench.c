@@ -67,6 +67,10 @@ static void usage(FILE *out)
             "                      NVLink where there is one) instead of within this GPU\n"
             "  --mask              ll: plan the group with an active mask (the fault-tolerant\n"
             "                      path: every wait and send checks the mask)\n"
+            "  --layer             also time the routing alone (ncclxEpHandleUpdate) and a whole\n"
+            "                      layer: routing, dispatch and combine in one stream order\n"
+            "  --csv FILE          append one line per measured operation to FILE (a header\n"
+            "                      first when it is empty); tools/plot_bench.py draws them\n"
             "  --help\n");
 }
 
@@ -291,7 +295,8 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         {"timeout", 1, NULL, 'T'},   {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},
         {"sm-budget", 1, NULL, 'B'}, {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'},
         {"pass", 1, NULL, 'p'},      {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'},
-        {"zero-copy", 0, NULL, 'Z'}, {NULL, 0, NULL, 0}};
+        {"zero-copy", 0, NULL, 'Z'}, {"layer", 0, NULL, 'Y'},   {"csv", 1, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
     given_t given;
     int c, ok = 1;
     memset(&given, 0, sizeof(given));
@@ -299,8 +304,11 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         if (c == 'h') {
             usage(stdout);
             exit(0);
+        } else if (c == 'V') {
+            o->csv = optarg;
         } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M' || c == 'P' ||
-                   c == 'Z') {
+                   c == 'Z' || c == 'Y') {
+            o->layer |= c == 'Y';
             o->zero_copy |= c == 'Z';
             o->mask |= c == 'M';
             o->peer_copy |= c == 'P';
@@ -434,16 +442,25 @@ static int print_header(const bench_team_t *t)
     }
     if (t->copy_device != t->cuda_device) {
         printf("# %%roof = time of a cudaMemcpyPeerAsync of the rank's bytes from GPU %d to GPU "
-               "%d / median\n",
+               "%d / median; %%hbm not measured (the copy is not within HBM)\n",
                t->cuda_device, t->copy_device);
     } else {
         printf("# %%roof = time of a device-to-device copy of the %s bytes / median\n",
                t->nlocal > 1 ? "team's (ranks x bytes)" : "rank's");
+        printf("# %%hbm = the least HBM bytes the path must read and write (each token read "
+               "once, each row written once per pass; docs/performance.md) at the bandwidth "
+               "the same copy reached (2 bytes of traffic per copied byte) / median\n");
     }
-    printf("#\n#%42s%58s\n", "dispatch", "combine");
-    printf("# %6s  %12s %9s %9s %9s %8s %6s  %12s %9s %9s %9s %8s %6s  %7s\n", "tokens", "bytes",
-           "med_us", "min_us", "max_us", "GB/s", "%roof", "bytes", "med_us", "min_us", "max_us",
-           "GB/s", "%roof", "#wrong");
+    {
+        char label[96];
+        bench_label(t, label, sizeof(label));
+        printf("# rows: %s; paths: dispatch %s, combine %s\n", label,
+               bench_path_name(t, BENCH_DISPATCH), bench_path_name(t, BENCH_COMBINE));
+    }
+    printf("#\n#%45s%65s\n", "dispatch", "combine");
+    printf("# %6s  %12s %9s %9s %9s %8s %6s %5s  %12s %9s %9s %9s %8s %6s %5s  %7s\n", "tokens",
+           "bytes", "med_us", "min_us", "max_us", "GB/s", "%roof", "%hbm", "bytes", "med_us",
+           "min_us", "max_us", "GB/s", "%roof", "%hbm", "#wrong");
     fflush(stdout);
     return 0;
 }
@@ -452,8 +469,26 @@ typedef struct {
     uint64_t bytes[BENCH_NUM_OPS]; /* per rank */
     bench_stats_t stats[BENCH_NUM_OPS];
     double copy_us[BENCH_NUM_OPS];
+    uint64_t team_bytes[BENCH_NUM_OPS]; /* what the copy moved */
+    uint64_t hbm_bytes[BENCH_NUM_OPS];  /* the path's least HBM traffic, local ranks */
     uint64_t wrong;
 } bench_row_t;
+
+static double pct_roof(const bench_row_t *row, int op)
+{
+    return row->copy_us[op] / row->stats[op].median_us * 100.0;
+}
+
+/* The least traffic at the copy's bandwidth (2 x team bytes in copy_us) over the median; < 0
+ * when the copy went to another GPU. */
+static double pct_hbm(const bench_team_t *t, const bench_row_t *row, int op)
+{
+    if (t->copy_device != t->cuda_device || row->team_bytes[op] == 0) {
+        return -1.0;
+    }
+    const double bytes_per_us = 2.0 * (double)row->team_bytes[op] / row->copy_us[op];
+    return (double)row->hbm_bytes[op] / bytes_per_us / row->stats[op].median_us * 100.0;
+}
 
 static void print_row(const bench_team_t *t, const bench_row_t *row)
 {
@@ -464,13 +499,55 @@ static void print_row(const bench_team_t *t, const bench_row_t *row)
         snprintf(wrong, sizeof(wrong), "-");
     }
     printf("  %6u ", t->tokens);
-    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+    for (int op = 0; op < BENCH_DATA_OPS; op++) {
         const bench_stats_t *s = &row->stats[op];
+        const double hbm = pct_hbm(t, row, op);
         printf(" %12" PRIu64 " %9.2f %9.2f %9.2f %8.2f %6.1f ", row->bytes[op], s->median_us,
                s->min_us, s->max_us, (double)row->bytes[op] / (s->median_us * 1e3),
-               row->copy_us[op] / s->median_us * 100.0);
+               pct_roof(row, op));
+        if (hbm >= 0) {
+            printf("%5.1f ", hbm);
+        } else {
+            printf("%5s ", "-");
+        }
     }
     printf(" %7s\n", wrong);
+    if (t->o.layer) {
+        const bench_stats_t *route = &row->stats[BENCH_ROUTE], *layer = &row->stats[BENCH_LAYER];
+        printf("#   layer (routing, dispatch, combine in one stream order): med %.2f us (min "
+               "%.2f, max %.2f); routing alone: med %.2f us (min %.2f, max %.2f); dispatch + "
+               "combine timed apart: %.2f us\n",
+               layer->median_us, layer->min_us, layer->max_us, route->median_us, route->min_us,
+               route->max_us,
+               row->stats[BENCH_DISPATCH].median_us + row->stats[BENCH_COMBINE].median_us);
+    }
+}
+
+/* --csv: one line per measured operation. */
+static int write_csv(const bench_team_t *t, const bench_row_t *row)
+{
+    static const char *const names[BENCH_NUM_OPS] = {"dispatch", "combine", "routing", "layer"};
+    char wrong[24];
+    if (t->o.check) {
+        snprintf(wrong, sizeof(wrong), "%" PRIu64, row->wrong);
+    } else {
+        snprintf(wrong, sizeof(wrong), "-");
+    }
+    for (int op = 0; op < bench_num_ops(t); op++) {
+        const int data = op < BENCH_DATA_OPS;
+        bench_csv_t line = {names[op],
+                            bench_path_name(t, (bench_op_t)op),
+                            data ? row->bytes[op] : 0,
+                            row->stats[op],
+                            data ? pct_roof(row, op) : -1.0,
+                            data ? pct_hbm(t, row, op) : -1.0,
+                            data ? row->hbm_bytes[op] : 0,
+                            wrong};
+        if (bench_csv_row(t, &line) != 0) {
+            return -1;
+        }
+    }
+    return 0;
     fflush(stdout);
 }
 
@@ -529,7 +606,7 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
         bench_time_ops(t, row.stats) != 0 || bench_net_bytes(t, &net_after) != 0) {
         return -1;
     }
-    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+    for (int op = 0; op < BENCH_DATA_OPS; op++) {
         /* The MXFP8 combine moves one packed row (hidden x 33/32 bytes) per token and
          * destination rank, whatever the layout: its bytes on the wire. */
         const int packed = op == BENCH_COMBINE && o->recipe == NCCLX_EP_RECIPE_MXFP8;
@@ -542,6 +619,8 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
                     (packed ? o->hidden + o->hidden / 32u : entry[op]);
         }
         row.bytes[op] = team / t->nlocal;
+        row.team_bytes[op] = team;
+        row.hbm_bytes[op] = bench_hbm_bytes(t, in, n, (bench_op_t)op);
         if (team > 0 && bench_time_copy(t, (size_t)team, &row.copy_us[op]) != 0) {
             return -1;
         }
@@ -554,7 +633,11 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
     if (leader) {
         print_row(t, &row);
         if (o->nodes > 1 && !o->comm) {
-            print_network(t, in, n, entry, net_after - net_before);
+            /* With --layer every iteration runs dispatch and combine twice. */
+            print_network(t, in, n, entry, (net_after - net_before) / (o->layer ? 2 : 1));
+        }
+        if (write_csv(t, &row) != 0) {
+            return -1;
         }
     }
     return 0;

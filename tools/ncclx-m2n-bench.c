@@ -14,11 +14,17 @@
  * the row gives the bytes that crossed the emulated network per reshard, the least possible
  * (each destination byte that no source rank of its own node holds, once) and the time the
  * busiest rank's bytes would take at 50 GB/s, one 400 Gb/s NIC per GPU.
+ *
+ * %hbm: the least HBM traffic of the path (direct: each destination byte read from its source
+ * tile and written once; the ring: also written into and read from staging; across emulated
+ * nodes: also written into network staging and read by the put) at the bandwidth the same
+ * run's copy reached (2 bytes of traffic per copied byte), over the median.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -37,7 +43,8 @@ typedef struct {
     double staging_mb; /* plan staging per source rank, MiB */
     uint32_t layers, iters, warmup;
     int graph, check;
-    uint32_t nodes; /* emulated nodes of the loopback team; 0: no shape */
+    uint32_t nodes;  /* emulated nodes of the loopback team; 0: no shape */
+    const char *csv; /* append the row to this file (NULL: none) */
 } options_t;
 
 /* A 1-D or 2-D tensor [rows, cols] of elem-byte elements; each side shards one dim (or none)
@@ -375,18 +382,18 @@ static void usage(void)
            "  --check      fill sources from global indices, check every destination byte\n"
            "  --nodes N    the loopback team shaped as N emulated nodes (N divides the ranks):\n"
            "               ranks of other nodes only through the emulated network, whose bytes\n"
-           "               per reshard are printed next to the least possible       [no shape]\n");
+           "               per reshard are printed next to the least possible       [no shape]\n"
+           "  --csv FILE   append the row to FILE (a header line first when it is empty)\n");
 }
 
 int main(int argc, char **argv)
 {
-    options_t o = {"copy", 64.0, 16.0, 2, 20, 3, 0, 0, 0};
-    const struct option longs[] = {{"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},
-                                   {"layers", 1, NULL, 'l'},  {"iters", 1, NULL, 'i'},
-                                   {"warmup", 1, NULL, 'w'},  {"graph", 0, NULL, 'g'},
-                                   {"check", 0, NULL, 'c'},   {"staging-mb", 1, NULL, 's'},
-                                   {"nodes", 1, NULL, 'N'},   {"help", 0, NULL, 'h'},
-                                   {NULL, 0, NULL, 0}};
+    options_t o = {"copy", 64.0, 16.0, 2, 20, 3, 0, 0, 0, NULL};
+    const struct option longs[] = {
+        {"pattern", 1, NULL, 'p'}, {"mb", 1, NULL, 'm'},         {"layers", 1, NULL, 'l'},
+        {"iters", 1, NULL, 'i'},   {"warmup", 1, NULL, 'w'},     {"graph", 0, NULL, 'g'},
+        {"check", 0, NULL, 'c'},   {"staging-mb", 1, NULL, 's'}, {"nodes", 1, NULL, 'N'},
+        {"help", 0, NULL, 'h'},    {"csv", 1, NULL, 'V'},        {NULL, 0, NULL, 0}};
     int c, open_gate = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
@@ -413,6 +420,9 @@ int main(int argc, char **argv)
             break;
         case 's':
             o.staging_mb = atof(optarg);
+            break;
+        case 'V':
+            o.csv = optarg;
             break;
         case 'N':
             o.nodes = (uint32_t)atoi(optarg);
@@ -598,21 +608,64 @@ int main(int argc, char **argv)
     uint64_t slice;
     uint32_t channels;
     ncclx_m2n_ring_shape(plan.m2n_staging_bytes, world, &slice, &channels);
+    /* The path (the library's rule: tile to tile when every rank is on this GPU, unshaped,
+     * and not forced STAGED) and its least HBM traffic. */
+    const char *path_env = getenv("NCCLX_M2N_PATH");
+    const int direct = o.nodes == 0 && (path_env == NULL || strcasecmp(path_env, "STAGED") != 0);
+    const uint32_t per_node = o.nodes != 0 ? world / o.nodes : world;
+    const uint64_t votes = (uint64_t)world * (world - per_node) * 8u;
+    const uint64_t crossed = o.nodes > 1 ? (net_after - net_before) / o.iters : 0;
+    const uint64_t payload = crossed > votes ? crossed - votes : 0;
+    const uint64_t hbm = (direct ? 2 : 4) * dst_bytes + 2 * payload;
+    const double hbm_pct = 100.0 * copy_per_byte / 2.0 * (double)hbm / med;
+    char label[96];
+    if (o.nodes != 0) {
+        snprintf(label, sizeof(label), "one-GPU emulation: loopback %u as %u nodes x %u", world,
+                 o.nodes, per_node);
+    } else {
+        snprintf(label, sizeof(label), "one-GPU emulation: loopback %u", world);
+    }
+    const char *path = direct ? "m2n direct" : o.nodes > 1 ? "m2n ring, network" : "m2n ring";
     printf("# ncclx-m2n-bench --pattern %s: %u ranks, %u tensor(s)%s; staging %.2f MiB per source "
            "rank: %u channels of %u x %llu-byte slices\n",
            o.pattern, world, num_tensors, o.graph ? ", graph replay" : "", o.staging_mb, channels,
            NCCLX_M2N_DEPTH, (unsigned long long)slice);
-    if (o.nodes != 0) {
-        printf("# one-GPU emulation: a loopback team shaped as %u nodes x %u ranks (other nodes "
-               "only through the emulated network)\n",
-               o.nodes, world / o.nodes);
-    }
-    printf("# %14s %14s %10s %10s %10s %12s %8s %10s\n", "dst_bytes/rank", "all_dst_bytes",
-           "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof");
-    printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f\n",
+    printf("# rows: %s; path: %s%s\n", label, path,
+           o.nodes > 1 ? " (other nodes only through the emulated network)" : "");
+    printf("# %%hbm: the path's least HBM traffic (%s%s) at the copy's bandwidth / median\n",
+           direct ? "2 x destination bytes" : "4 x destination bytes",
+           o.nodes > 1 ? " + 2 x the payload that crossed nodes" : "");
+    printf("# %14s %14s %10s %10s %10s %12s %8s %10s %6s\n", "dst_bytes/rank", "all_dst_bytes",
+           "med_us", "min_us", "max_us", "GB/s/rank", "GB/s", "%roof", "%hbm");
+    printf("  %14llu %14llu %10.2f %10.2f %10.2f %12.2f %8.2f %10.1f %6.1f\n",
            (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3, ms[0] * 1e3,
            ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6), (double)dst_bytes / (med * 1e6),
-           100.0 * roof_ms / med);
+           100.0 * roof_ms / med, hbm_pct);
+    if (o.csv != NULL) {
+        FILE *f = fopen(o.csv, "a");
+        if (f == NULL) {
+            perror(o.csv);
+            return 1;
+        }
+        fseek(f, 0, SEEK_END);
+        if (ftell(f) == 0) {
+            fprintf(f, "tool,label,ranks,nodes,pattern,tensors,graph,staging_mb,path,"
+                       "dst_bytes_per_rank,all_dst_bytes,med_us,min_us,max_us,gbps_per_rank,"
+                       "pct_roof,hbm_bytes,pct_hbm,crossed_bytes,wrong\n");
+        }
+        fprintf(f,
+                "ncclx-m2n-bench,%s,%u,%u,%s,%u,%d,%.2f,%s,%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.1f,"
+                "%llu,%.1f,%llu,%s\n",
+                label, world, o.nodes, o.pattern, num_tensors, o.graph, o.staging_mb, path,
+                (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3,
+                ms[0] * 1e3, ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6),
+                100.0 * roof_ms / med, (unsigned long long)hbm, hbm_pct,
+                (unsigned long long)crossed, check ? (wrong == 0 ? "0" : "wrong") : "-");
+        if (fclose(f) != 0) {
+            perror(o.csv);
+            return 1;
+        }
+    }
     printf("# check: %s; async errors: 0x%x\n",
            !o.check ? "off"
            : check  ? (wrong == 0 ? "every destination byte exact" : "WRONG BYTES")
@@ -623,10 +676,8 @@ int main(int argc, char **argv)
         printf("# %llu destination bytes wrong\n", (unsigned long long)wrong);
     }
     if (o.nodes > 1) {
-        /* Every launch of every rank puts its 8-byte vote to each rank of another node. */
-        const uint32_t per_node = world / o.nodes;
-        const uint64_t votes = (uint64_t)world * (world - per_node) * 8u;
-        const uint64_t crossed = (net_after - net_before) / o.iters;
+        /* votes: every launch of every rank puts its 8-byte vote to each rank of another
+         * node. */
         uint64_t busiest = 0;
         for (uint32_t r = 0; r < world; r++) {
             const uint64_t sent = (rank_after[r] - rank_before[r]) / o.iters;

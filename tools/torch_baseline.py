@@ -20,8 +20,13 @@ same bytes timed the same way.  Needs only python3 and torch.
   combine  = index_add_ of those rows, unweighted (HT rows come back already weighted), into
              [tokens, hidden];
 bytes = rows x hidden x element bytes, as ncclx-bench --algo ht counts its rows.
+
+--csv FILE appends the rows in ncclx-bench's CSV columns (tools/plot_bench.py), with %hbm
+counted as ncclx-bench counts a one-pass path: dispatch reads each token once and writes each
+row once, combine reads each row once and writes each token once.
 """
 import argparse
+import os
 import statistics
 import sys
 
@@ -50,6 +55,8 @@ def parse_args():
                    help="--ht rows: flat (per destination rank, default) or expert")
     p.add_argument("--ranks", type=int, default=None,
                    help="--ht: destination ranks of the flat rows (8)")
+    p.add_argument("--csv", default=None,
+                   help="append the rows to this file in ncclx-bench's CSV columns")
     args = p.parse_args()
     if not args.ht and (args.layout is not None or args.ranks is not None):
         p.error("--layout and --ranks go with --ht")
@@ -189,6 +196,32 @@ def run_row_ht(args, tokens, device):
     return [tokens] + time_row(args, nbytes, (dispatch, combine), device) + [wrong]
 
 
+CSV_HEADER = ("tool,label,ranks,nodes,algo,layout,pass,recipe,dtype,experts,hidden,topk,graph,"
+              "tokens,op,path,bytes_per_rank,med_us,min_us,max_us,gbps_per_rank,pct_roof,"
+              "hbm_bytes,pct_hbm,wrong\n")
+
+
+def write_csv(args, r):
+    """Dispatch and combine of one printed row r, in ncclx-bench's CSV columns."""
+    tokens = r[0]
+    elem = {"bf16": 2, "fp16": 2, "fp32": 4}[args.dtype]
+    token_bytes = tokens * args.hidden * elem
+    new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
+    with open(args.csv, "a") as f:
+        if new:
+            f.write(CSV_HEADER)
+        for op, path, cols in (("dispatch", "torch index_select", r[1:7]),
+                               ("combine", "torch index_add_", r[7:13])):
+            nbytes, med, lo, hi, gbps, roof = cols
+            hbm = nbytes + token_bytes  # rows once + tokens once
+            pct_hbm = roof * hbm / (2.0 * nbytes) if nbytes else 0.0
+            f.write(f"torch_baseline,PyTorch on one GPU (baseline),1,0,"
+                    f"{'ht' if args.ht else 'll'},{args.layout if args.ht else 'expert'},fwd,none,"
+                    f"{args.dtype},{args.experts},{args.hidden},{args.topk},{int(args.graph)},"
+                    f"{tokens},{op},{path},{nbytes},{med:.2f},{lo:.2f},{hi:.2f},{gbps:.2f},"
+                    f"{roof:.1f},{hbm},{pct_hbm:.1f},{r[-1]}\n")
+
+
 def main():
     args = parse_args()
     if not torch.cuda.is_available():
@@ -236,6 +269,8 @@ def main():
         wrong += r[-1]
         print("  %6u  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %12u %9.2f %9.2f %9.2f %8.2f %6.1f  %7u"
               % tuple(r), flush=True)
+        if args.csv:
+            write_csv(args, r)
     return 1 if wrong else 0
 
 
