@@ -134,21 +134,15 @@ __device__ __forceinline__ bool halted(const ncclx_m2n_launch_t &l)
     return (load_volatile(&l.state->error) & kTimeout) != 0;
 }
 
-// Spins (plain volatile loads, which cost no fence) until pred(value at p) holds, then takes
-// the value again with acquire so that what was written before it is seen; false (the timeout
-// reported) past the timeout or, unless past_halt, once M2N is halted.
-template <typename Pred>
-__device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 *p, Pred pred,
-                                         u64 *seen, bool past_halt = false)
+// Polls probe() until it holds; every 1024 polls checks the halt (unless past_halt) and the
+// group's timeout, which it reports.
+template <typename Probe>
+__device__ __forceinline__ bool poll(const ncclx_m2n_launch_t &l, Probe probe, bool past_halt)
 {
     u64 start = 0;
     for (unsigned spins = 0;; spins++) {
-        if (pred(load_volatile(p))) {
-            const u64 v = ld_acquire(l, p);
-            if (pred(v)) {
-                *seen = v;
-                return true;
-            }
+        if (probe()) {
+            return true;
         }
         if ((spins & 1023) == 0) {
             if (!past_halt && halted(l)) {
@@ -165,28 +159,34 @@ __device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 
     }
 }
 
+// Spins (plain volatile loads, which cost no fence) until pred(value at p) holds, then takes
+// the value again with acquire so that what was written before it is seen; false (the timeout
+// reported) past the timeout or, unless past_halt, once M2N is halted.
+template <typename Pred>
+__device__ __forceinline__ bool wait_for(const ncclx_m2n_launch_t &l, const u64 *p, Pred pred,
+                                         u64 *seen, bool past_halt = false)
+{
+    return poll(
+        l,
+        [&]() {
+            if (pred(load_volatile(p))) {
+                const u64 v = ld_acquire(l, p);
+                if (pred(v)) {
+                    *seen = v;
+                    return true;
+                }
+            }
+            return false;
+        },
+        past_halt);
+}
+
 // wait_for on this rank's network signal: until it counts at least need (its senders' puts
 // before the adds have landed), with the same timeout and halt rules.
 __device__ bool wait_signal(const ncclx_m2n_launch_t &l, int signal, u64 need)
 {
-    u64 start = 0;
-    for (unsigned spins = 0;; spins++) {
-        if (net_read_signal(l.net, signal) >= need) {
-            return true;
-        }
-        if ((spins & 1023) == 0) {
-            if (halted(l)) {
-                return false;
-            }
-            const u64 now = globaltimer();
-            if (start == 0) {
-                start = now;
-            } else if (now - start > l.timeout_ns) {
-                report_error(l, kTimeout);
-                return false;
-            }
-        }
-    }
+    return poll(
+        l, [&]() { return net_read_signal(l.net, signal) >= need; }, false);
 }
 
 // Thread 0: closes this rank's direct table (t: its own) and waits until no reader holds a

@@ -112,3 +112,26 @@ without_pmix_env() {
         unset "$name"
     done
 }
+
+# start_slurm_cluster NODES: a private Slurm cluster of NODES emulated nodes
+# (tests/launch/slurm_cluster.sh) in a fresh cluster_dir, stopped when the script exits, its
+# environment sourced; fails unless srun offers the PMIx plugin.
+start_slurm_cluster() {
+    local nodes=$1 mpi_list
+    cluster="$here/slurm_cluster.sh"
+    cluster_dir=$(mktemp -d /tmp/ncclx-slurm.XXXXXX) || fail "mktemp failed"
+    # shellcheck disable=SC2064 # the paths are fixed now
+    trap "\"$cluster\" stop \"$cluster_dir\" 9>&-" EXIT
+    trap 'exit 1' INT TERM HUP
+    NCCLX_SLURM_NODES=$nodes timeout 120 "$cluster" start "$cluster_dir" 9>&- ||
+        fail "could not start the private Slurm cluster of $nodes node(s)"
+    # shellcheck source=/dev/null
+    . "$cluster_dir/env"
+    echo "+ private Slurm cluster in $cluster_dir:" \
+        "$(timeout 10 sinfo -h -N -o '%N %T %c CPUs' | tr '\n' ' ')"
+    mpi_list=$(timeout 30 srun --mpi=list 2>&1)
+    echo "+ srun --mpi=list:" "$(printf '%s' "$mpi_list" | tr '\n\t' '  ')"
+    printf '%s\n' "$mpi_list" | grep -qw pmix ||
+        fail "srun --mpi=list does not list pmix (Debian: slurm-wlm-basic-plugins, libpmix2):" \
+            "$mpi_list"
+}

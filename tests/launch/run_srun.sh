@@ -11,22 +11,7 @@
 set -u
 . "$(dirname "$0")/probe_lib.sh"
 
-cluster="$here/slurm_cluster.sh"
-cluster_dir=$(mktemp -d /tmp/ncclx-slurm.XXXXXX) || fail "mktemp failed"
-trap '"$cluster" stop "$cluster_dir" 9>&-' EXIT
-trap 'exit 1' INT TERM HUP
-
-timeout 120 "$cluster" start "$cluster_dir" 9>&- ||
-    fail "could not start the private Slurm cluster"
-# shellcheck source=/dev/null
-. "$cluster_dir/env"
-echo "+ private Slurm cluster in $cluster_dir:" "$(timeout 10 sinfo -h -N -o '%N %T %c CPUs')"
-
-mpi_list=$(timeout 30 srun --mpi=list 2>&1)
-echo "+ srun --mpi=list:" "$(printf '%s' "$mpi_list" | tr '\n\t' '  ')"
-printf '%s\n' "$mpi_list" | grep -qw pmix ||
-    fail "srun --mpi=list does not list pmix (Debian: slurm-wlm-basic-plugins, libpmix2):" \
-        "$mpi_list"
+start_slurm_cluster 1
 
 run_bounded srun --mpi=pmix -n 4 -N 1 --time=5 --kill-on-bad-exit=1 "$probe" --size 4 --nodes 1
 expect_pass "srun --mpi=pmix -n 4" 4

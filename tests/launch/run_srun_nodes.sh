@@ -11,22 +11,7 @@
 set -u
 . "$(dirname "$0")/probe_lib.sh"
 
-cluster="$here/slurm_cluster.sh"
-cluster_dir=$(mktemp -d /tmp/ncclx-slurm.XXXXXX) || fail "mktemp failed"
-trap '"$cluster" stop "$cluster_dir" 9>&-' EXIT
-trap 'exit 1' INT TERM HUP
-
-NCCLX_SLURM_NODES=2 timeout 120 "$cluster" start "$cluster_dir" 9>&- ||
-    fail "could not start the private two-node Slurm cluster"
-# shellcheck source=/dev/null
-. "$cluster_dir/env"
-echo "+ private Slurm cluster in $cluster_dir:" \
-    "$(timeout 10 sinfo -h -N -o '%N %T %c CPUs' | tr '\n' ' ')"
-
-mpi_list=$(timeout 30 srun --mpi=list 2>&1)
-printf '%s\n' "$mpi_list" | grep -qw pmix ||
-    fail "srun --mpi=list does not list pmix (Debian: slurm-wlm-basic-plugins, libpmix2):" \
-        "$mpi_list"
+start_slurm_cluster 2
 
 # Block distribution: ranks 0-1 on ncclx-n0, 2-3 on ncclx-n1.
 run_bounded srun --mpi=pmix -N 2 --ntasks-per-node 2 --distribution=block --time=5 \
