@@ -88,6 +88,8 @@ static ncclxResult_t ncclx_m2n_check_tensor(const struct ncclx_m2n *m, const ncc
         if (res != ncclxSuccess) {
             return ncclx_m2n_prefix(res, where);
         }
+        /* Replicas on the destination's node serve it first (ncclx_m2n_serving_replica). */
+        c->geom[k].node_size = m->node_size;
         c->data[k] = t[k]->data;
     }
     if (src->dtype != dst->dtype) {

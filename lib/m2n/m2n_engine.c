@@ -40,6 +40,7 @@ struct ncclx_m2n *ncclx_m2n_bind_host(struct ncclxContext *ctx)
     memset(m, 0, sizeof(*m)); /* the host arena is not zeroed */
     m->ctx = ctx;
     m->ranks = ctx->norm.team.num_ranks;
+    m->node_size = ctx->norm.team.lsa_size;
     m->rank = (uint32_t)ctx->rank;
     ncclx_m2n_ring_shape(plan->m2n_staging_bytes, m->ranks, &m->slice, &m->channels);
     /* A rank whose NCCLX_M2N_PATH differs votes every launch down as a mismatch. */

@@ -37,6 +37,7 @@ struct ncclx_m2n {
     uint32_t channels; /* of one source's ring */
     int direct;        /* tile to tile: every rank on this GPU and NCCLX_M2N_PATH=AUTO */
     uint32_t ranks, rank;
+    uint32_t node_size; /* ranks per load/store domain (the team's lsa_size) */
     uint32_t max_entries, num_entries;
     uint32_t depth;            /* group nesting */
     ncclxResult_t group_error; /* a record that failed: End refuses the whole group */

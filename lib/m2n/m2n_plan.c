@@ -98,6 +98,7 @@ ncclxResult_t ncclx_m2n_geom(const ncclx_m2n_side_t *s, const char *what, uint32
     }
     c.shards = c.dims[c.shard_axis];
     c.replicas = c.dims[1 - c.shard_axis];
+    c.node_size = world;
     for (uint32_t d = 0; d < c.ndims; d++) {
         const uint64_t unit = d + 1 == c.ndims ? s->elem_bytes : 1;
         if (s->local_shape[d] == 0 || s->local_shape[d] > NCCLX_M2N_MAX_BYTES / unit / c.shards) {
@@ -199,6 +200,29 @@ uint32_t ncclx_m2n_server(uint32_t src_replicas, uint32_t dst_replicas, uint32_t
     return q * base + (q < extra ? q : extra);
 }
 
+uint32_t ncclx_m2n_serving_replica(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t i,
+                                   uint32_t j, uint32_t q)
+{
+    const uint32_t block = ncclx_m2n_server(s->replicas, d->replicas, q);
+    const uint32_t per_node = d->node_size > 0 ? d->node_size : 1;
+    const uint32_t node = ncclx_m2n_rank(d, j, q) / per_node;
+    uint32_t near = 0;
+    if (ncclx_m2n_rank(s, i, block) / per_node == node) {
+        return block;
+    }
+    for (uint32_t p = 0; p < s->replicas; p++) {
+        near += ncclx_m2n_rank(s, i, p) / per_node == node;
+    }
+    if (near == 0) {
+        return block;
+    }
+    for (uint32_t p = 0, k = q % near;; p++) {
+        if (ncclx_m2n_rank(s, i, p) / per_node == node && k-- == 0) {
+            return p;
+        }
+    }
+}
+
 int ncclx_m2n_overlap(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t i, uint32_t j,
                       ncclx_m2n_box_t *box)
 {
@@ -252,7 +276,7 @@ static uint32_t ncclx_m2n_edges(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_
                 continue;
             }
             for (uint32_t q = 0; q < d->replicas; q++) {
-                if (ncclx_m2n_server(s->replicas, d->replicas, q) != who->replica) {
+                if (ncclx_m2n_serving_replica(s, d, who->shard, j, q) != who->replica) {
                     continue;
                 }
                 if (edges != NULL) {
@@ -265,11 +289,11 @@ static uint32_t ncclx_m2n_edges(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_
         }
     }
     if (who->is_dst) {
-        const uint32_t p = ncclx_m2n_server(s->replicas, d->replicas, who->replica);
         for (uint32_t i = 0; i < s->shards; i++) {
             if (!ncclx_m2n_overlap(s, d, i, who->shard, &b)) {
                 continue;
             }
+            const uint32_t p = ncclx_m2n_serving_replica(s, d, i, who->shard, who->replica);
             if (edges != NULL) {
                 edges[n].peer = ncclx_m2n_rank(s, i, p);
                 edges[n].box = b;
@@ -352,9 +376,17 @@ static uint32_t ncclx_m2n_overlapping(const ncclx_m2n_geom_t *side, const ncclx_
 
 uint32_t ncclx_m2n_transfer_bound(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d)
 {
-    /* A source replica serves at most ceil(Rd / Rs) destination replicas of each shard. */
-    const uint32_t served =
-        s->replicas < d->replicas ? (d->replicas + s->replicas - 1) / s->replicas : 1;
+    /* A source replica serves at most ceil(Rd / Rs) destination replicas of each shard by the
+     * block rule; where the meshes span several nodes a replica on a destination's node serves
+     * it instead (ncclx_m2n_serving_replica), so one may serve them all. */
+    const uint32_t per_node = d->node_size > 0 ? d->node_size : 1;
+    const uint32_t lo = s->start_rank < d->start_rank ? s->start_rank : d->start_rank;
+    const uint32_t s_end = s->start_rank + s->size, d_end = d->start_rank + d->size;
+    const uint32_t hi = (s_end > d_end ? s_end : d_end) - 1;
+    const uint32_t served = lo / per_node != hi / per_node ? d->replicas
+                            : s->replicas < d->replicas
+                                ? (d->replicas + s->replicas - 1) / s->replicas
+                                : 1;
     uint32_t sends = 0, recvs = 0;
     for (uint32_t i = 0; i < s->shards; i++) {
         const uint32_t n = ncclx_m2n_overlapping(s, d, i);

@@ -44,6 +44,9 @@ typedef struct {
     uint32_t shard_axis; /* 0 or 1: the canonical mesh axis that numbers the shards */
     uint32_t dims[2];    /* canonical mesh */
     uint32_t start_rank, size;
+    uint32_t node_size; /* ranks per load/store domain (node): ranks r and r' share one when
+                           r / node_size == r' / node_size; ncclx_m2n_geom sets the world
+                           (one domain), the caller the team's lsa_size */
 } ncclx_m2n_geom_t;
 
 /** One (source shard, destination shard) overlap: pieces[0] x pieces[1] runs of run bytes;
@@ -79,6 +82,14 @@ uint32_t ncclx_m2n_rank(const ncclx_m2n_geom_t *g, uint32_t shard, uint32_t repl
  *  fewer sources: source p serves a contiguous block of destinations, the first ones one
  *  larger; more sources: the first source of destination q's block). */
 uint32_t ncclx_m2n_server(uint32_t src_replicas, uint32_t dst_replicas, uint32_t q);
+
+/** The source replica whose shard i serves destination shard j of replica q: the block rule's
+ *  (ncclx_m2n_server) when that rank is on the destination's node or no replica of shard i
+ *  is; otherwise one of those on the destination's node (number q mod their count, in replica
+ *  order), so that bytes a node already holds do not cross the network.  On one domain it is
+ *  always the block rule's. */
+uint32_t ncclx_m2n_serving_replica(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t i,
+                                   uint32_t j, uint32_t q);
 
 /** The overlap of source shard i and destination shard j: 1 and *box when they overlap, else
  *  0. */

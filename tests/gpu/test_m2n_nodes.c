@@ -7,8 +7,8 @@
  *  - trainer nodes -> generator nodes (the refit: no source on a destination's node) on 2x2,
  *    2x4, 4x2 and 8x1, cross-dim: every destination byte crosses exactly once, plus the votes;
  *  - a reshard inside one node: nothing but the votes crosses;
- *  - source replicas on both nodes: at least the bytes no same-node replica holds, at most
- *    each destination byte once;
+ *  - source replicas on several nodes: a replica on the destination's node serves it, so
+ *    only the bytes no replica on its node holds cross (the least possible);
  *  - 16 KiB of staging per rank (hundreds of rounds through the network signals) with the
  *    emulator holding unsignalled puts back and a 20 us delay per signal;
  *  - a group of two tensors captured on every rank and replayed 20 times, without allocating.
@@ -168,23 +168,26 @@ static void test_inside_nodes(void **state)
     run_counted(8, 2, STAGING, &x, 1, "2x4 S0 on ranks 0-1 -> S1 on ranks 2-3");
 }
 
-/* Source replicas on both nodes: at least what no replica on the destination's node holds
- * crosses, at most each destination byte once.  The replica that serves a destination
- * follows the mesh positions, not the nodes (docs/m2n.md), so a destination whose node holds
- * a replica may still be served across. */
+/* Source replicas on both nodes: a destination is served by a replica on its own node when
+ * one holds its bytes (ncclx_m2n_serving_replica), so only what no replica on its node holds
+ * crosses: here nothing but the votes. */
 static void test_replicas_on_both_nodes(void **state)
 {
     const uint64_t g[3] = {128, 160, 1};
     (void)state;
     rng_reset("replicas");
     /* [R2 x S2] on ranks 2-5 (replica 0 on node 0, replica 1 on node 1) -> S1 on ranks 6-7
-     * (node 1): node 1 holds all of it, replica 0 serves. */
+     * (node 1): replica 1 serves (the block rule alone would pick replica 0, across). */
     tensor_t x = tensor(side2(2, g, 2, 2, 2, 2, -1, 0), side1(2, g, 2, 2, 6, 1));
-    run_counted(8, 2, STAGING, &x, 0, "2x4 [R2 x S0] on ranks 2-5 -> S1 on ranks 6-7");
-    /* Replicated on ranks 3 (node 0) and 4 (node 1) -> 3 replicas on ranks 5-7 (node 1): the
-     * first two are served from rank 3 across, the third from rank 4 inside node 1. */
+    run_counted(8, 2, STAGING, &x, 1, "2x4 [R2 x S0] on ranks 2-5 -> S1 on ranks 6-7");
+    /* Replicated on ranks 3 (node 0) and 4 (node 1) -> 3 replicas on ranks 5-7 (node 1): rank 4
+     * serves all three (the block rule would send two of them from rank 3). */
     x = tensor(side1(2, g, 2, 2, 3, -1), side1(2, g, 2, 3, 5, -1));
-    run_counted(8, 2, STAGING, &x, 0, "2x4 R on ranks 3-4 -> R on ranks 5-7");
+    run_counted(8, 2, STAGING, &x, 1, "2x4 R on ranks 3-4 -> R on ranks 5-7");
+    /* Replicas on ranks 0-1 (node 0) and 2-3 (node 1) of a 4x2 team -> S0 over ranks 4-7
+     * (nodes 2 and 3): no replica on a destination's node, every byte crosses once. */
+    x = tensor(side2(2, g, 2, 2, 2, 0, -1, 1), side1(2, g, 2, 4, 4, 0));
+    run_counted(8, 4, STAGING, &x, 1, "4x2 [R2 x S1] on ranks 0-3 -> S0 on ranks 4-7");
 }
 
 /* The smallest staging (one channel of 4 KiB rounds: a 480 KiB tile takes over a hundred of

@@ -714,6 +714,31 @@ static void test_transfer_bound(void **state)
         random_in_world(&src, &dst, world);
         (void)check_bound(&src, &dst, world, &worst);
     }
+    /* Meshes over several nodes (replicas on a destination's node serve it first): the bound
+     * still covers every rank's transfers. */
+    for (int n = 0; n < 300; n++) {
+        ncclx_m2n_side_t src, dst;
+        ncclx_m2n_geom_t s, d;
+        uint32_t sends, recvs;
+        const uint32_t world = 2 + below(SIM_WORLD - 1);
+        random_in_world(&src, &dst, world);
+        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", world, &s));
+        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", world, &d));
+        s.node_size = d.node_size = 1 + below(4);
+        assert_true(ncclx_m2n_transfer_bound(&s, &d) >= worst_rank(&s, &d, world, &sends, &recvs));
+    }
+    /* Copies on ranks 3 (node 0) and 4 (node 1), 3 replicas on ranks 5-7 (node 1), nodes of 4:
+     * rank 4 serves all 3, more than the block rule's ceil(3 / 2). */
+    {
+        const ncclx_m2n_side_t src = line_side(3, 2, 0), dst = line_side(5, 3, 0);
+        ncclx_m2n_geom_t s, d;
+        uint32_t sends, recvs;
+        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 8, &s));
+        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 8, &d));
+        s.node_size = d.node_size = 4;
+        assert_int_equal(worst_rank(&s, &d, 8, &sends, &recvs), 3);
+        assert_true(ncclx_m2n_transfer_bound(&s, &d) >= 3);
+    }
     /* One source replicated to 4: it sends 4 times. */
     {
         const ncclx_m2n_side_t src = line_side(0, 1, 0), dst = line_side(1, 4, 0);

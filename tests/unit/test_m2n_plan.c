@@ -191,6 +191,62 @@ static void test_server_balance(void **state)
     assert_int_equal(ncclx_m2n_server(5, 2, 1), 3); /* blocks {0,1,2} {3,4} */
 }
 
+/* Replicas on the destination's node serve first (ncclx_m2n_serving_replica), for random
+ * shapes on nodes of 1, 2, 3 and 4 ranks: every rank's schedule stays whole and consistent
+ * (check_schedules), a shard some replica of which is on the destination's node is served from
+ * there, and one that no replica on that node holds is served by the block rule's replica. */
+static void test_node_aware_replicas(void **state)
+{
+    (void)state;
+    for (int n = 0; n < 300; n++) {
+        ncclx_m2n_side_t src, dst;
+        ncclx_m2n_geom_t s, d;
+        const uint32_t world = random_pair(&src, &dst, below(3));
+        const uint32_t node_size = 1 + below(4);
+        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", world, &s));
+        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", world, &d));
+        s.node_size = d.node_size = node_size;
+        check_schedules(&s, &d, world);
+        for (uint32_t j = 0; j < d.shards; j++) {
+            for (uint32_t q = 0; q < d.replicas; q++) {
+                const uint32_t node = ncclx_m2n_rank(&d, j, q) / node_size;
+                for (uint32_t i = 0; i < s.shards; i++) {
+                    const uint32_t p = ncclx_m2n_serving_replica(&s, &d, i, j, q);
+                    int near = 0;
+                    for (uint32_t x = 0; x < s.replicas; x++) {
+                        near |= ncclx_m2n_rank(&s, i, x) / node_size == node;
+                    }
+                    assert_true(p < s.replicas);
+                    if (near) {
+                        assert_int_equal(ncclx_m2n_rank(&s, i, p) / node_size, node);
+                    } else {
+                        assert_int_equal(p, ncclx_m2n_server(s.replicas, d.replicas, q));
+                    }
+                }
+            }
+        }
+    }
+    /* On one domain (node_size = world, as ncclx_m2n_geom sets it) the block rule decides. */
+    {
+        const ncclx_m2n_side_t src = {1, {64, 0, 0}, 1, {1, {2, 0}, 3}, {NCCLX_M2N_REPLICATE}};
+        const ncclx_m2n_side_t dst = {1, {64, 0, 0}, 1, {1, {3, 0}, 5}, {NCCLX_M2N_REPLICATE}};
+        ncclx_m2n_geom_t s, d;
+        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 8, &s));
+        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 8, &d));
+        assert_int_equal(d.node_size, 8);
+        assert_int_equal(ncclx_m2n_serving_replica(&s, &d, 0, 0, 0), 0);
+        assert_int_equal(ncclx_m2n_serving_replica(&s, &d, 0, 0, 1), 0);
+        assert_int_equal(ncclx_m2n_serving_replica(&s, &d, 0, 0, 2), 1);
+        /* Nodes of 4 (docs/m2n.md): copies on ranks 3 (node 0) and 4 (node 1), replicas on
+         * ranks 5-7 (node 1): rank 4 serves all three, nothing crosses. */
+        s.node_size = d.node_size = 4;
+        for (uint32_t q = 0; q < 3; q++) {
+            assert_int_equal(ncclx_m2n_serving_replica(&s, &d, 0, 0, q), 1);
+        }
+        check_schedules(&s, &d, 8);
+    }
+}
+
 /* One broken field of a valid side (ok in test_refusals) each. */
 static void m_ndims(ncclx_m2n_side_t *s)
 {
@@ -416,9 +472,13 @@ static void test_size_boundary_reshard(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_cases),   cmocka_unit_test(test_model_patterns),
-        cmocka_unit_test(test_server_balance), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_size_boundary),  cmocka_unit_test(test_size_boundary_reshard),
+        cmocka_unit_test(test_random_cases),
+        cmocka_unit_test(test_model_patterns),
+        cmocka_unit_test(test_server_balance),
+        cmocka_unit_test(test_node_aware_replicas),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_size_boundary),
+        cmocka_unit_test(test_size_boundary_reshard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
