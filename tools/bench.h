@@ -68,6 +68,11 @@ uint64_t bench_valid_entries(const bench_inputs_t *in, uint32_t rank, uint32_t n
  * sources (expert-major: one per entry it served; rank-major: one per token). */
 void bench_remote_rows(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint32_t per_node,
                        int expert_major, uint64_t *dispatch, uint64_t *combine);
+/** HT across nodes: (token, other node holding >= 1 of its experts) pairs of rank's first n
+ *  tokens, each the least that must cross once in dispatch (the token) and once in combine (the
+ *  node's partial). */
+void bench_remote_nodes(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint32_t per_node,
+                        uint64_t *pairs);
 
 size_t bench_dtype_size(ncclxDataType_t dtype);
 const char *bench_dtype_name(ncclxDataType_t dtype);

@@ -126,6 +126,24 @@ void bench_remote_rows(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint
     }
 }
 
+void bench_remote_nodes(const bench_inputs_t *in, uint32_t rank, uint32_t n, uint32_t per_node,
+                        uint64_t *pairs)
+{
+    *pairs = 0;
+    for (uint32_t node = 0; node < in->ranks / per_node; node++) {
+        if (node == rank / per_node) {
+            continue;
+        }
+        for (uint32_t t = 0; t < n; t++) {
+            uint32_t on = 0;
+            for (uint32_t d = node * per_node; d < (node + 1) * per_node; d++) {
+                on += bench_entries_on(in, rank, t, d);
+            }
+            *pairs += on > 0;
+        }
+    }
+}
+
 /* ---- element types ---- */
 
 size_t bench_dtype_size(ncclxDataType_t dtype)

@@ -46,6 +46,9 @@ const char *bench_path_name(const bench_team_t *t, bench_op_t op)
     if (o->zero_copy) {
         return "ht zero-copy";
     }
+    if (o->nodes > 1) {
+        return "ht staged + relays, network";
+    }
     return bench_ht_direct(t) ? "ht direct" : "ht staged";
 }
 

@@ -573,17 +573,28 @@ static void print_network(const bench_team_t *t, const bench_inputs_t *in, uint3
     const bench_options_t *o = &t->o;
     const uint64_t ops = (uint64_t)o->warmup + o->iters;
     uint64_t least = 0;
+    const int ht = o->algo == NCCLX_EP_ALGO_HT;
     for (uint32_t i = 0; i < t->nlocal; i++) {
         uint64_t dispatch, combine;
-        bench_remote_rows(in, t->r[i].rank, n, t->ranks / o->nodes,
-                          o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR, &dispatch, &combine);
+        if (ht) {
+            /* HT: a token crosses once per other node keeping a row of it, and one partial
+             * row per (token, node) comes back. */
+            bench_remote_nodes(in, t->r[i].rank, n, t->ranks / o->nodes, &dispatch);
+            combine = dispatch;
+        } else {
+            bench_remote_rows(in, t->r[i].rank, n, t->ranks / o->nodes,
+                              o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR, &dispatch, &combine);
+        }
         least += dispatch * entry[BENCH_DISPATCH] + combine * entry[BENCH_COMBINE];
     }
     const double per_rank = (double)crossed / ops / t->nlocal;
     const double least_per_rank = (double)least / t->nlocal;
     printf("#   emulated network, per rank and dispatch + combine: %.0f bytes crossed, least "
-           "possible %.0f (%.3fx: message headers and signal words), %.1f us at 50 GB/s\n",
+           "possible %.0f (%.3fx: %s), %.1f us at 50 GB/s\n",
            per_rank, least_per_rank, least_per_rank > 0 ? per_rank / least_per_rank : 0.0,
+           ht ? "routing maps, top-k entries, signal words, and FP32 node partials (2x a 16-bit "
+                "row) so that the sum is the same bits on every team shape"
+              : "message headers and signal words",
            per_rank / 50e3);
 }
 

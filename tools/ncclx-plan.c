@@ -3,10 +3,11 @@
  *
  * ncclx-plan: what a plan costs per rank, before anything runs.  Without arguments it prints
  * the DeepSeek-V3-sized decode plan (one LL group) for 8 to 64 ranks.  An HT group
- * (--ht-tokens) runs inside one load/store team: on a team of several (lsa < ranks, as the
- * default --nodes gives from 16 ranks on) the library refuses it in this release, and so does
- * this tool, with the library's message.  M2N staging (--m2n, --m2n-entries) on several adds
- * the network staging and signals of docs/m2n.md, "Across nodes".
+ * (--ht-tokens) on a team of several load/store domains (lsa < ranks, as the default --nodes
+ * gives from 16 ranks on) adds the network regions of docs/plan-sizing.md, "HT across load/store
+ * domains", shown beside the reference implementation's inter-node buffer for the same group.
+ * M2N staging (--m2n, --m2n-entries) on several adds the network staging and signals of
+ * docs/m2n.md, "Across nodes".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,8 +38,8 @@ static void usage(FILE *out)
             "  --hidden N       hidden size (7168)\n"
             "  --topk N         top-k (8)\n"
             "  --ll-tokens N    LL tokens per rank, 0 = no LL group (128)\n"
-            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (0; HT runs inside one\n"
-            "                   load/store team: refused when nodes > 1, as lsa = ranks / nodes)\n"
+            "  --ht-tokens N    HT tokens per rank, 0 = no HT group (0; with nodes > 1, lsa =\n"
+            "                   ranks / nodes, its network regions; lsa must be a power of two)\n"
             "  --ht-recv N      HT receive rows per rank (0 = ranks * ht-tokens, the worst case;\n"
             "                   at most 2^31-1)\n"
             "  --handles N      handles per group (4)\n"
@@ -185,6 +186,59 @@ static uint64_t reference_ll_bytes(const plan_options_t *o, uint32_t ranks)
     return 2 * slot + 2 * sig;
 }
 
+/* The reference implementation's inter-node (GIN) buffer for the same HT group (NVIDIA's
+ * nccl_ep, ../shared/specs/ht-facts.md section 9.2): one registered window whose regions are
+ * each rounded up to 4 KiB, with C = 64 tokens per chunk across nodes, T_a = roundup(T, C) and
+ * Q = T_a / C: combine RED tokens and RED prob (x2 each), dispatch and combine flags, RDMA
+ * guards (x2), token staging, dense prob and RDMA send and receive staging.  B = hidden x 2
+ * (BF16 rows), A = lsa, N_t = nodes, L = E / R; 0 on one node (no RDMA at all there). */
+static uint64_t reference_ht_gin_bytes(const plan_options_t *o, uint32_t ranks, uint32_t nodes)
+{
+    const uint64_t B = (uint64_t)o->hidden * 2, T = o->ht_tokens, E = o->experts, N = nodes;
+    const uint64_t LA = E / ranks * (ranks / nodes), C = 64, Ta = align_up(T, C), Q = Ta / C;
+    const uint64_t page = 4096;
+    if (nodes <= 1 || T == 0) {
+        return 0;
+    }
+    return 2 * align_up(Ta * (N - 1) * B, page) + 2 * align_up(Ta * (N - 1) * LA * 4, page) +
+           2 * align_up((N - 1) * Q * 8, page) + 2 * align_up(N * 8, page) + align_up(T * B, page) +
+           align_up(T * E * 4, page) + 2 * align_up((N - 1) * T * (B + LA * 4), page);
+}
+
+/* ncclxPlanPrint's listing, printed as is; returns the bytes of the HT group's network regions
+ * in it (0 when it has none), or UINT64_MAX when the plan could not be printed. */
+static uint64_t print_regions(const ncclxPlan_t *plan, const ncclxTeam_t *team)
+{
+    static const char *const ht_net[] = {"HT network maps", "HT network staging",
+                                         "HT relay rows",   "HT partials out",
+                                         "HT partials in",  "HT network words"};
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t sum = 0;
+    FILE *mem = open_memstream(&text, &len);
+    ncclxResult_t res;
+    if (mem == NULL) {
+        return ncclxPlanPrint(plan, team, stdout) == ncclxSuccess ? 0 : UINT64_MAX;
+    }
+    res = ncclxPlanPrint(plan, team, mem);
+    fclose(mem);
+    fputs(text != NULL ? text : "", stdout);
+    for (char *line = text; res == ncclxSuccess && line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        for (size_t i = 0; i < sizeof(ht_net) / sizeof(ht_net[0]); i++) {
+            const char *at = strstr(line, ht_net[i]);
+            unsigned long long offset, bytes;
+            if (at != NULL && (next == NULL || at < next) &&
+                sscanf(at + strlen(ht_net[i]), "%llu %llu", &offset, &bytes) == 2) {
+                sum += bytes;
+            }
+        }
+        line = next != NULL ? next + 1 : NULL;
+    }
+    free(text);
+    return res == ncclxSuccess ? sum : UINT64_MAX;
+}
+
 static int report(const plan_options_t *o, uint32_t ranks, int header)
 {
     ncclxEpGroupPlan_t groups[2];
@@ -212,17 +266,25 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
                o->m2n_bytes, o->m2n_entries);
         printf("# nccl_ep_ll: the reference implementation's LL buffer for the same LL group "
                "(its formula, expert-major), beside our symmetric bytes\n");
-        printf("%6s %6s %6s %12s %12s %12s %12s %12s %12s\n", "ranks", "nodes", "lsa", "symmetric",
-               "device", "mapped_host", "host", "per_handle", "nccl_ep_ll");
+        printf("# nccl_ep_ht_gin: its inter-node (GIN) buffer for the same HT group across nodes "
+               "(ht-facts.md 9.2), beside it\n");
+        printf("%6s %6s %6s %12s %12s %12s %12s %12s %12s %15s\n", "ranks", "nodes", "lsa",
+               "symmetric", "device", "mapped_host", "host", "per_handle", "nccl_ep_ll",
+               "nccl_ep_ht_gin");
     }
     printf("%6u %6u %6u %12.2f %12.2f %12.4f %12.4f %12.4f", ranks, team.num_nodes, team.lsa_size,
            mib(sizes.total[NCCLX_MEM_SYMMETRIC]), mib(sizes.total[NCCLX_MEM_DEVICE]),
            mib(sizes.total[NCCLX_MEM_MAPPED_HOST]), mib(sizes.total[NCCLX_MEM_HOST]),
            mib(sizes.per_handle[NCCLX_MEM_DEVICE]));
     if (o->ll_tokens != 0) {
-        printf(" %12.2f\n", mib(reference_ll_bytes(o, ranks)));
+        printf(" %12.2f", mib(reference_ll_bytes(o, ranks)));
     } else {
-        printf(" %12s\n", "-");
+        printf(" %12s", "-");
+    }
+    if (o->ht_tokens != 0 && team.num_nodes > 1) {
+        printf(" %15.2f\n", mib(reference_ht_gin_bytes(o, ranks, team.num_nodes)));
+    } else {
+        printf(" %15s\n", "-");
     }
     if (o->regions) {
         printf("\n");
@@ -249,7 +311,20 @@ static int report(const plan_options_t *o, uint32_t ranks, int header)
                    "tile, 2048 B) per rank and call, allocated when the call runs; libncclx's ring "
                    "is fixed at init and streams tiles of any size through it\n");
         }
-        return ncclxPlanPrint(&plan, &team, stdout) == ncclxSuccess;
+        const uint64_t ht_net = print_regions(&plan, &team);
+        if (ht_net == UINT64_MAX) {
+            return 0;
+        }
+        if (o->ht_tokens != 0 && team.num_nodes > 1) {
+            const uint64_t ref = reference_ht_gin_bytes(o, ranks, team.num_nodes);
+            printf("# HT across load/store domains: the HT network regions above hold %" PRIu64
+                   " bytes (%.2f MiB) per rank; nccl_ep_ht_gin: the reference implementation's "
+                   "inter-node (GIN) buffer for the same HT group holds %" PRIu64
+                   " (%.2f MiB; ht-facts.md 9.2: RED tokens and prob x2, flags, guards, token "
+                   "staging, dense prob, RDMA send and receive staging, each rounded to 4 KiB, 64 "
+                   "tokens per chunk)\n",
+                   ht_net, mib(ht_net), ref, mib(ref));
+        }
     }
     return 1;
 }

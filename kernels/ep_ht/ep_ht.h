@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include "dev_state.h" /* NCCLX_EP_THREADS, ncclx_ep_arrive_t */
+#include "net.h"       /* the network transport, across load/store domains */
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,22 @@ extern "C" {
 #define NCCLX_EP_HT_SIG_COMBINE_STAGED  4 /* its combine rows of combine n are staged */
 #define NCCLX_EP_HT_SIG_COMBINE_PULLED  5 /* it has read every combine row of combine n */
 #define NCCLX_EP_HT_SIGNALS             6
+/* Across load/store domains (docs/ep-ht.md, "Across nodes"): the network signals of a group,
+ * counters that the sender adds 1 to per step (so after step n the count is n + 1, the value a
+ * step signal would hold); id = net_signal_base + kind * R + the sender. */
+#define NCCLX_EP_HT_NET_MAP_PUBLISHED 0 /* a remote rank's map of update n is in my copy */
+#define NCCLX_EP_HT_NET_MAP_READ      1 /* a remote rank has read my map of update n */
+#define NCCLX_EP_HT_NET_RELAY_FILLED  2 /* a rail source's rows of dispatch n are in my relay rows \
+                                         */
+#define NCCLX_EP_HT_NET_RELAY_FREE    3 /* my relay on a node has forwarded my rows of dispatch n */
+#define NCCLX_EP_HT_NET_PARTIAL_READY 4 /* a relay's node partials of combine n are in mine */
+#define NCCLX_EP_HT_NET_PARTIAL_FREE  5 /* a rail source has read my partials of combine n */
+#define NCCLX_EP_HT_NET_SIGNALS       6
+/* The network words (symmetric, [2][R] uint64): the operation word that came with a rail
+ * source's RELAY_FILLED ([0][s]) and a relay's PARTIAL_READY ([1][r]), as word << 40 | n + 1. */
+#define NCCLX_EP_HT_NET_WORD_DISPATCH 0
+#define NCCLX_EP_HT_NET_WORD_COMBINE  1
+
 /* The direct words after the signals (the direct path, docs/ep-ht.md): written by the rank
  * itself before it signals the step that lets peers use them. */
 #define NCCLX_EP_HT_DIRECT_WORDS       16
@@ -71,8 +88,9 @@ extern "C" {
  * advance in the last block of a step's last kernel, so graph replays advance them too. */
 typedef struct {
     unsigned long long route_seq, dispatch_seq, combine_seq;
-    ncclx_ep_arrive_t arrive[5]; /* last-block election: route scan, dispatch push, dispatch
-                                    copy-out, combine stage, combine reduce */
+    ncclx_ep_arrive_t arrive[7]; /* last-block election: route scan, dispatch push, dispatch
+                                    copy-out, combine stage, combine reduce, and across domains
+                                    the dispatch relay and the combine partials */
     unsigned int error;          /* NCCLX_EP_ERROR_* bits, published to the mapped status */
     unsigned int route_stopped;  /* the current routing does nothing (written by its publish) */
     unsigned int dispatch_incomplete; /* a block of the current push refused a destination that
@@ -104,6 +122,22 @@ typedef struct {
     ncclx_ep_ht_state_t *state;
     unsigned int *status; /* device view of the mapped status: error bits */
     unsigned long long timeout_ns;
+    /* Across load/store domains (nodes > 1; docs/ep-ht.md "Across nodes"): peers holds only
+     * this rank's domain (ranks lsa_base .. lsa_base + lsa - 1); a token crosses to another
+     * node once, to this rank's rail peer there (the relay, rank n * lsa + rank % lsa), which
+     * writes it into its node's rows; combine sums each node's rows there and sends one FP32
+     * partial back.  All offsets are symmetric; every region is absent on one domain. */
+    int lsa, lsa_base, nodes;
+    ncclx_net_desc_t net;
+    int net_signal_base;
+    size_t net_maps;        /* [R][T][W]: remote rank s's routing map in slot s */
+    size_t net_stage;       /* [T][relay_row_bytes]: this rank's tokens packed once */
+    size_t net_relay;       /* [nodes][T][relay_row_bytes]: rail sources' tokens, by node */
+    size_t net_partial_out; /* [nodes][T][partial_bytes]: node partials for rail sources */
+    size_t net_partial_in;  /* [nodes][T][partial_bytes]: node partials of my tokens, by node */
+    size_t net_words;       /* [2][R] uint64 (NCCLX_EP_HT_NET_WORD_*) */
+    size_t relay_row_bytes; /* token row, scale row (8-aligned), then K {expert, weight} */
+    size_t partial_bytes;   /* H floats, then K floats (backward weight gradients) */
 } ncclx_ep_ht_group_desc_t;
 
 /* The header at the start of every HT handle's device memory.  The memory holds no pointer,
@@ -137,6 +171,10 @@ typedef struct {
      * combine sums a token's rows here before quantizing them once. */
     int32_t *em_next; /* [S]: the token's next row here, -1 after its last (real rows only) */
     uint8_t *em_head; /* [S]: 1 on the token's first row here, 0 elsewhere (pads too) */
+    /* Across load/store domains (else NULL): [nodes][T][K] {row, expert}: the q-th expert
+     * (ascending) of the rail source on node n's token t among this rank's node's experts, and
+     * its row at the expert's rank (FLAT: the token's row there; -1: dropped); expert -1 ends. */
+    int2 *relay;
     int num_tokens, topk, expert_major, global_ids;
     unsigned long long geometry; /* what the header must say (ncclx_ep_ht_geometry) */
     size_t bytes;                /* the whole memory, header included */
@@ -243,6 +281,7 @@ cudaError_t ncclx_ep_ht_launch_clear_error(const ncclx_ep_ht_group_desc_t *g, un
 /* Load each file's kernels now (EP's room calls them at init, lib/ep/ep_groups.c). */
 cudaError_t ncclx_ep_ht_route_load(void);
 cudaError_t ncclx_ep_ht_rows_load(void);
+cudaError_t ncclx_ep_ht_net_load(void);
 cudaError_t ncclx_ep_ht_data_load(void);
 
 #ifdef __cplusplus

@@ -22,6 +22,7 @@
 #include "dev_warp.cuh"
 #include "ep_ht.h"
 #include "load_kernels.cuh"
+#include "net.cuh"
 
 namespace ncclx
 {
@@ -34,9 +35,40 @@ constexpr int kStepBits = NCCLX_EP_HT_STEP_BITS;
 constexpr unsigned long long kStepMask = (1ull << kStepBits) - 1;
 constexpr int kAnyWord = -1; // a wait that does not compare operation words
 
+// Rank peer's arena: a rank of this rank's load/store domain only (is_remote: the others,
+// which only the network reaches).
 __device__ __forceinline__ char *peer_base(const ncclx_ep_ht_group_desc_t &g, int peer)
 {
-    return static_cast<char *>(g.peers[peer]);
+    return static_cast<char *>(g.peers[peer - g.lsa_base]);
+}
+
+__device__ __forceinline__ bool is_remote(const ncclx_ep_ht_group_desc_t &g, int r)
+{
+    return r < g.lsa_base || r >= g.lsa_base + g.lsa;
+}
+
+// This rank's rail peer on node n: its relay there, and the rail source from there.
+__device__ __forceinline__ int rail_peer(const ncclx_ep_ht_group_desc_t &g, int n)
+{
+    return n * g.lsa + (g.rank - g.lsa_base);
+}
+
+__device__ __forceinline__ int my_node(const ncclx_ep_ht_group_desc_t &g)
+{
+    return g.lsa_base / g.lsa;
+}
+
+__device__ __forceinline__ int net_signal_id(const ncclx_ep_ht_group_desc_t &g, int kind,
+                                             int sender)
+{
+    return g.net_signal_base + kind * g.ranks + sender;
+}
+
+// The network word slot (NCCLX_EP_HT_NET_WORD_*) of sender in this rank's arena (an offset).
+__device__ __forceinline__ size_t net_word_slot(const ncclx_ep_ht_group_desc_t &g, int which,
+                                                int sender)
+{
+    return g.net_words + ((size_t)which * g.ranks + sender) * sizeof(unsigned long long);
 }
 
 // Signal (kind, source) in the arena starting at base.
@@ -84,9 +116,26 @@ __device__ __forceinline__ bool block_route_stopped(const ncclx_ep_ht_group_desc
 // Waits until source's signal `kind` in this rank's arena reaches step at_least (false: timed
 // out or halted, the timeout reported; or the step's operation word differs from word, which
 // is reported as a mismatch: the source's rows must not be read).
+__device__ __forceinline__ bool wait_net(const ncclx_ep_ht_group_desc_t &g, int kind, int sender,
+                                         unsigned long long at_least, int word_slot, int word);
+
 __device__ __forceinline__ bool wait_one(const ncclx_ep_ht_group_desc_t &g, int kind, int source,
                                          unsigned long long at_least, int word)
 {
+    if (is_remote(g, source)) {
+        // Across domains a remote rank's map steps come as network signals; its dispatch rows
+        // and their PUSHED signal come from its relay here (a store into this slot, as from a
+        // rank of this domain); the other steps concern ranks of this domain only.
+        if (kind == NCCLX_EP_HT_SIG_MAP_PUBLISHED || kind == NCCLX_EP_HT_SIG_MAP_READ) {
+            return wait_net(g,
+                            kind == NCCLX_EP_HT_SIG_MAP_PUBLISHED ? NCCLX_EP_HT_NET_MAP_PUBLISHED
+                                                                  : NCCLX_EP_HT_NET_MAP_READ,
+                            source, at_least, -1, kAnyWord);
+        }
+        if (kind != NCCLX_EP_HT_SIG_DISPATCH_PUSHED) {
+            return true;
+        }
+    }
     const unsigned long long *sig = signal_at(peer_base(g, g.rank), g, kind, source);
     unsigned long long start = 0;
     for (unsigned spins = 0;; spins++) {
@@ -111,6 +160,63 @@ __device__ __forceinline__ bool wait_one(const ncclx_ep_ht_group_desc_t &g, int 
             }
         }
     }
+}
+
+// Waits until sender's network signal `kind` (NCCLX_EP_HT_NET_*) at this rank has counted
+// at_least steps; with word_slot >= 0 the step's word (NCCLX_EP_HT_NET_WORD_*, put before the
+// signal) must then be `word` (a mismatch otherwise, reported).  False on a timeout or halt.
+__device__ __forceinline__ bool wait_net(const ncclx_ep_ht_group_desc_t &g, int kind, int sender,
+                                         unsigned long long at_least, int word_slot, int word)
+{
+    const int id = net_signal_id(g, kind, sender);
+    unsigned long long start = 0;
+    for (unsigned spins = 0;; spins++) {
+        if (net_read_signal(g.net, id) >= at_least) {
+            if (word_slot >= 0) {
+                const unsigned long long v = ld_acquire_sys(reinterpret_cast<unsigned long long *>(
+                    peer_base(g, g.rank) + net_word_slot(g, word_slot, sender)));
+                if ((v >> kStepBits) != (unsigned long long)word || (v & kStepMask) != at_least) {
+                    report_error(g, kErrorMismatch);
+                    return false;
+                }
+            }
+            return true;
+        }
+        if ((spins & 1023) == 0) {
+            const unsigned long long now = globaltimer();
+            if (halted(g)) {
+                return false;
+            }
+            if (start == 0) {
+                start = now;
+            } else if (now - start > g.timeout_ns) {
+                report_error(g, kErrorTimeout);
+                return false;
+            }
+        }
+    }
+}
+
+// Every thread of the block returns true once each rail peer (one per other node) has counted
+// at_least steps of network signal `kind` (thread n polls node n's), false when a wait timed out,
+// the group is halted or (word_slot >= 0) a peer's word differs from `word` (every node is
+// still waited for, so a mismatch leaves no peer's step unread).
+__device__ __forceinline__ bool block_wait_rails(const ncclx_ep_ht_group_desc_t &g, int kind,
+                                                 unsigned long long at_least, int word_slot = -1,
+                                                 int word = kAnyWord)
+{
+    __shared__ int failed;
+    if (threadIdx.x == 0) {
+        failed = halted(g) ? 1 : 0;
+    }
+    __syncthreads();
+    for (int n = threadIdx.x; n < g.nodes && !load_volatile(&failed); n += blockDim.x) {
+        if (n != my_node(g) && !wait_net(g, kind, rail_peer(g, n), at_least, word_slot, word)) {
+            failed = 1;
+        }
+    }
+    __syncthreads();
+    return failed == 0;
 }
 
 // Every thread of the block returns true once every rank's signal `kind` has reached at_least
@@ -144,22 +250,71 @@ __device__ __forceinline__ bool block_wait_one(const ncclx_ep_ht_group_desc_t &g
     return ok != 0;
 }
 
-// Called by the last block of a step (after last_block(), whose fences make every block's
-// writes visible system-wide): tells every rank that this rank finished step value - 1, of
-// operation word `word`.  A halted group tells nothing: its peers then time out on it instead
+// Across domains, the map steps to remote ranks: the map itself (put into slot g.rank of their
+// copies) with the signal, or the signal alone; one warp per remote rank.  The other steps stay
+// in the domain (dispatch and combine cross through the relays, ep_ht_net.cu).
+__device__ __forceinline__ void signal_remote_map(const ncclx_ep_ht_group_desc_t &g, bool publish)
+{
+    const size_t map_bytes = (size_t)g.max_tokens * g.map_words * sizeof(uint32_t);
+    const int lane = threadIdx.x % kWarpSize;
+    for (int ri = threadIdx.x / kWarpSize; ri < g.ranks - g.lsa; ri += kWarps) {
+        const int r = ri < g.lsa_base ? ri : ri + g.lsa;
+        net_put_signal_warp(
+            g.net, r, publish ? g.net_maps + (size_t)g.rank * map_bytes : 0, g.map,
+            publish ? map_bytes : 0,
+            net_signal_id(g, publish ? NCCLX_EP_HT_NET_MAP_PUBLISHED : NCCLX_EP_HT_NET_MAP_READ,
+                          g.rank),
+            1ull, lane);
+    }
+}
+
+// Called by every thread of the last block of a step (after last_block(), whose fences make
+// every block's writes visible system-wide): tells every rank of this domain (and across domains
+// every rank, for the map steps) that this rank finished step value - 1, of operation word
+// `word`.  A halted group tells nothing: its peers then time out on it instead
 // of reading rows it did not write.  Returns whether it signalled (the step then ends).
 __device__ __forceinline__ bool signal_all(const ncclx_ep_ht_group_desc_t &g, int kind,
                                            unsigned long long value, unsigned word = 0)
 {
-    if (halted(g)) {
+    // One answer per warp (the network puts below are warp-wide).
+    if (__shfl_sync(0xffffffffu, halted(g) ? 1 : 0, 0) != 0) {
         return false;
     }
     __threadfence_system();
     const unsigned long long v = (unsigned long long)word << kStepBits | value;
-    for (int r = threadIdx.x; r < g.ranks; r += blockDim.x) {
+    for (int r = g.lsa_base + threadIdx.x; r < g.lsa_base + g.lsa; r += blockDim.x) {
         st_release_sys(signal_at(peer_base(g, r), g, kind, g.rank), v);
     }
+    if (g.nodes > 1 &&
+        (kind == NCCLX_EP_HT_SIG_MAP_PUBLISHED || kind == NCCLX_EP_HT_SIG_MAP_READ)) {
+        signal_remote_map(g, kind == NCCLX_EP_HT_SIG_MAP_PUBLISHED);
+    }
     return true;
+}
+
+// Called by every thread of a step's last block, across domains: network signal `kind`
+// (NCCLX_EP_HT_NET_*) to this rank's rail peer on every other node, with `value` put into its
+// network word slot `word_slot` first (word_slot < 0: a 0-byte put carries the signal); one warp
+// per node.  A halted group tells nothing, as signal_all.
+__device__ __forceinline__ void signal_rails(const ncclx_ep_ht_group_desc_t &g, int kind,
+                                             int word_slot = -1, unsigned long long value = 0)
+{
+    if (__shfl_sync(0xffffffffu, halted(g) ? 1 : 0, 0) != 0) {
+        return;
+    }
+    const int lane = threadIdx.x % kWarpSize;
+    for (int n = threadIdx.x / kWarpSize; n < g.nodes; n += kWarps) {
+        if (n == my_node(g)) {
+            continue;
+        }
+        const int id = net_signal_id(g, kind, g.rank);
+        if (word_slot >= 0) {
+            net_put_value_signal_warp(g.net, rail_peer(g, n), net_word_slot(g, word_slot, g.rank),
+                                      value, id, 1ull, lane);
+        } else {
+            net_put_signal_warp(g.net, rail_peer(g, n), 0, 0, 0, id, 1ull, lane);
+        }
+    }
 }
 
 // The direct words of rank r (ep_ht.h: NCCLX_EP_HT_DIRECT_*), after its signals.
@@ -346,9 +501,13 @@ __device__ __forceinline__ bool row_has_range(const uint32_t *row, int lo, int h
     return false;
 }
 
-// The routing map of rank r.
+// The routing map of rank r (a remote rank's: the copy it put into this rank's arena).
 __device__ __forceinline__ const uint32_t *map_of(const ncclx_ep_ht_group_desc_t &g, int r)
 {
+    if (is_remote(g, r)) {
+        return reinterpret_cast<const uint32_t *>(peer_base(g, g.rank) + g.net_maps) +
+               (size_t)r * g.max_tokens * g.map_words;
+    }
     return reinterpret_cast<const uint32_t *>(peer_base(g, r) + g.map);
 }
 
@@ -417,6 +576,13 @@ __device__ __forceinline__ long long padded(long long count, int alignment)
 // launches, as the launchers do.
 cudaError_t launch_rows(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
                         int idx_int64, cudaStream_t stream);
+
+// ep_ht_net.cu, across load/store domains only: the relay of dispatch (after the push) and the
+// node partials of combine (after the stage).
+cudaError_t launch_relay(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
+                         const ncclx_ep_ht_dispatch_desc_t *a, cudaStream_t stream);
+cudaError_t launch_partials(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
+                            const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream);
 
 } // namespace ht
 } // namespace ncclx

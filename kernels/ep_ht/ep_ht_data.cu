@@ -18,6 +18,8 @@
  */
 #include "ep_ht_common.cuh"
 #include "ep_ht_mxfp8.cuh"
+#include "ep_ht_meta.cuh"
+#include "ep_ht_tree.cuh"
 
 namespace ncclx
 {
@@ -25,23 +27,6 @@ namespace ht
 {
 namespace
 {
-
-// Dispatch metadata entry: an expert id (global) and its weight.
-struct Meta {
-    int32_t expert;
-    float weight;
-};
-static_assert(sizeof(Meta) == 8, "one 64-bit store per entry");
-
-__device__ __forceinline__ Meta *meta_rows(char *base, const ncclx_ep_ht_group_desc_t &g)
-{
-    return reinterpret_cast<Meta *>(base + g.dispatch_meta);
-}
-
-__device__ __forceinline__ float *grad_rows(char *base, const ncclx_ep_ht_group_desc_t &g)
-{
-    return reinterpret_cast<float *>(base + g.combine_meta);
-}
 
 // The entries of one token, one per lane (lane k < K holds top-k entry k): its expert (-1:
 // none; repeats are -1 in the handle), the expert's rank, and its order among the token's
@@ -77,6 +62,44 @@ __device__ __forceinline__ unsigned long long dispatch_shape(const ncclx_ep_ht_d
     return (unsigned long long)a.row_bytes << 32 | a.scale_bytes;
 }
 
+// Across domains, the warp of token t: kept_remote says whether this lane's entry has a kept row
+// on a rank of another domain.  The token is packed once into this rank's network staging (its
+// row, scale row, then its K entries {expert, weight}) and put once to the relay of each node
+// that keeps a row of it, which writes the rows there (ep_ht_net.cu).
+__device__ __forceinline__ void push_remote(const ncclx_ep_ht_group_desc_t &g,
+                                            const ncclx_ep_ht_dispatch_desc_t &a, int t, int K,
+                                            const Entry &en, bool kept_remote, int lane)
+{
+    unsigned rest = __ballot_sync(0xffffffffu, kept_remote);
+    if (rest == 0) {
+        return;
+    }
+    char *stage = peer_base(g, g.rank) + g.net_stage + (size_t)t * g.relay_row_bytes;
+    const LaneTargets to = {1u, stage};
+    warp_copy_to(to, static_cast<const char *>(a.tokens) + (size_t)t * a.row_bytes, 0, a.row_bytes,
+                 lane);
+    if (a.scale_bytes != 0) {
+        const LaneTargets sc = {1u, stage + a.row_bytes};
+        warp_copy_to(sc, static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes, 0,
+                     a.scale_bytes, lane);
+    }
+    const size_t meta = relay_meta_offset(a.row_bytes, a.scale_bytes);
+    if (lane < K) {
+        const float w = a.backward ? 0.0f : a.topk_weights[(size_t)t * K + lane];
+        reinterpret_cast<Meta *>(stage + meta)[lane] = Meta{en.expert, w};
+    }
+    __threadfence_system(); // the packed token before the network reads it
+    __syncwarp();
+    const size_t bytes = meta + (size_t)K * sizeof(Meta);
+    const size_t dst = g.net_relay + ((size_t)my_node(g) * g.max_tokens + t) * g.relay_row_bytes;
+    while (rest != 0) {
+        const int n = __shfl_sync(0xffffffffu, en.rank, __ffs(rest) - 1) / g.lsa;
+        net_put_warp(g.net, rail_peer(g, n), dst, g.net_stage + (size_t)t * g.relay_row_bytes,
+                     bytes, lane);
+        rest &= ~__ballot_sync(0xffffffffu, kept_remote && en.rank / g.lsa == n);
+    }
+}
+
 __global__ void __launch_bounds__(kThreads, 2)
     push_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
                 ncclx_ep_ht_dispatch_desc_t a)
@@ -99,8 +122,11 @@ __global__ void __launch_bounds__(kThreads, 2)
                        direct_tag(h, op, a.op), dispatch_shape(a), a.out_tokens, a.out_scales);
     }
     (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op);
+    // Across domains also each relay's word that it forwarded this rank's rows of op - 1 (its
+    // relay rows for this rank are free again).
     const bool pushing =
         block_wait_all(g, NCCLX_EP_HT_SIG_DISPATCH_FREE, op) &&
+        (g.nodes == 1 || block_wait_rails(g, NCCLX_EP_HT_NET_RELAY_FREE, op)) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_OP, NCCLX_EP_HT_DIRECT_DISPATCH_SHAPE,
                            NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS, direct_tag(h, op, a.op),
@@ -127,8 +153,10 @@ __global__ void __launch_bounds__(kThreads, 2)
                 first = en.order == 0;
                 row = h.flat_row[(size_t)t * g.ranks + en.rank];
             }
-            char *dest = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
-            const bool target = row >= 0 && (h.expert_major || first);
+            // A rank of another domain gets its rows through its node's relay (push_remote).
+            const bool remote = en.expert >= 0 && is_remote(g, en.rank);
+            char *dest = en.expert >= 0 && !remote ? peer_base(g, en.rank) : nullptr;
+            const bool target = !remote && row >= 0 && (h.expert_major || first);
             to.lanes = __ballot_sync(0xffffffffu, target);
             if (!target) {
                 to.mine = nullptr;
@@ -150,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                 const char *ssrc = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
                 warp_copy_to(sc, ssrc, 0, a.scale_bytes, lane);
             }
-            if (!a.backward && row >= 0) {
+            if (!a.backward && row >= 0 && !remote) {
                 const float w = a.topk_weights[(size_t)t * K + lane];
                 Meta *m = meta_rows(dest, g) + (size_t)row * KM;
                 if (h.expert_major) {
@@ -171,6 +199,22 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (pushing && a.direct) {
         block_release_direct(g, NCCLX_EP_HT_DIRECT_DISPATCH_CLAIMS, &claimed); // before PUSHED
     }
+    if (pushing && g.nodes > 1) {
+        // Across domains, a loop of its own (the loop above keeps its registers): each token
+        // once to the relay of every other node that keeps a row of it.
+        for (long long tt = (long long)blockIdx.x * kWarps + threadIdx.x / kWarpSize;
+             tt < h.num_tokens; tt += (long long)gridDim.x * kWarps) {
+            const int t = (int)tt; // < num_tokens
+            const Entry en = load_entry(g, h, t, lane);
+            int row = -1;
+            if (en.expert >= 0 && is_remote(g, en.rank)) {
+                row = h.expert_major ? h.em_row[(size_t)t * K + lane]
+                                     : h.flat_row[(size_t)t * g.ranks + en.rank];
+            }
+            push_remote(g, a, t, K, en, row >= 0, lane);
+        }
+        net_flush_warp(g.net, lane); // this warp's puts have read the staging
+    }
     if (last_block(&g.state->arrive[1])) {
         // A push that left rows out for a rank that did not close (ep_ht.h: dispatch_incomplete)
         // signals a word no rank of this operation expects: every receiver then reports the
@@ -183,6 +227,10 @@ __global__ void __launch_bounds__(kThreads, 2)
             *incomplete = 0u; // for the next dispatch (this one's blocks are all done)
         }
         (void)signal_all(g, NCCLX_EP_HT_SIG_DISPATCH_PUSHED, op + 1, word);
+        if (g.nodes > 1) {
+            signal_rails(g, NCCLX_EP_HT_NET_RELAY_FILLED, NCCLX_EP_HT_NET_WORD_DISPATCH,
+                         (unsigned long long)word << kStepBits | (op + 1));
+        }
     }
 }
 
@@ -350,83 +398,43 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 }
 
-template <int kDtype> struct Vec;
-template <> struct Vec<kBf16> {
-    static constexpr int N = 8;
-    __device__ static void add(float *acc, uint4 v)
-    {
-        const __nv_bfloat162 *p = reinterpret_cast<const __nv_bfloat162 *>(&v);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float2 f = __bfloat1622float2(p[i]);
-            acc[2 * i] += f.x;
-            acc[2 * i + 1] += f.y;
-        }
+// 4 elements of the token's sum, rounded once to the dtype.
+template <int kDtype>
+__device__ __forceinline__ void store_columns(char *out, size_t elem,
+                                              const float (&v)[kTreeColumns])
+{
+    if (kDtype == kFp32) {
+        *reinterpret_cast<float4 *>(out + elem * 4) = make_float4(v[0], v[1], v[2], v[3]);
+    } else if (kDtype == kBf16) {
+        uint2 u;
+        *reinterpret_cast<__nv_bfloat162 *>(&u.x) = __floats2bfloat162_rn(v[0], v[1]);
+        *reinterpret_cast<__nv_bfloat162 *>(&u.y) = __floats2bfloat162_rn(v[2], v[3]);
+        *reinterpret_cast<uint2 *>(out + elem * 2) = u;
+    } else {
+        uint2 u;
+        *reinterpret_cast<__half2 *>(&u.x) = __floats2half2_rn(v[0], v[1]);
+        *reinterpret_cast<__half2 *>(&u.y) = __floats2half2_rn(v[2], v[3]);
+        *reinterpret_cast<uint2 *>(out + elem * 2) = u;
     }
-    __device__ static uint4 pack(const float *acc)
-    {
-        uint4 v;
-        __nv_bfloat162 *p = reinterpret_cast<__nv_bfloat162 *>(&v);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            p[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-        }
-        return v;
-    }
-};
-template <> struct Vec<kFp16> {
-    static constexpr int N = 8;
-    __device__ static void add(float *acc, uint4 v)
-    {
-        const __half2 *p = reinterpret_cast<const __half2 *>(&v);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float2 f = __half22float2(p[i]);
-            acc[2 * i] += f.x;
-            acc[2 * i + 1] += f.y;
-        }
-    }
-    __device__ static uint4 pack(const float *acc)
-    {
-        uint4 v;
-        __half2 *p = reinterpret_cast<__half2 *>(&v);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            p[i] = __floats2half2_rn(acc[2 * i], acc[2 * i + 1]);
-        }
-        return v;
-    }
-};
-template <> struct Vec<kFp32> {
-    static constexpr int N = 4;
-    __device__ static void add(float *acc, uint4 v)
-    {
-        acc[0] += __uint_as_float(v.x);
-        acc[1] += __uint_as_float(v.y);
-        acc[2] += __uint_as_float(v.z);
-        acc[3] += __uint_as_float(v.w);
-    }
-    __device__ static uint4 pack(const float *acc)
-    {
-        return make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]), __float_as_uint(acc[2]),
-                          __float_as_uint(acc[3]));
-    }
-};
+}
 
-// One warp per token: its source rows in summation order (rank, then expert) go to shared
-// memory, then each lane sums its 16-byte columns over them.  kMx: one packed source row per
-// rank (the token's first kept row there), decoded as it is added.
-template <int kDtype, bool kMx>
+// One warp per token: its sources in summation order (ascending expert, which orders ranks
+// too) go to shared memory, then the lanes sum them over their columns in the tree order
+// (ep_ht_tree.cuh).  Across domains a node of other ranks is one source: the FP32 partial its
+// relay put here (ep_ht_net.cu).  kMx: one packed source row per rank (the token's first kept
+// row there), decoded and added in rank order as it is.
+template <int kDtype, bool kMx, int kDepth>
 __global__ void __launch_bounds__(kThreads, 2)
     reduce_kernel(ncclx_ep_ht_group_desc_t g, ncclx_ep_ht_handle_desc_t h,
                   ncclx_ep_ht_combine_desc_t a)
 {
-    __shared__ const char *sources[kWarps][kWarpSize];
+    __shared__ TreeWarp tree[kWarps];
     __shared__ char *expert_outs[NCCLX_EP_HT_DIRECT_MAX_RANKS];
     const unsigned long long op = load_volatile(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int K = h.topk, KM = g.max_topk;
     __shared__ unsigned long long claimed; // sources whose expert rows this block claimed
+    char *self = peer_base(g, g.rank);
     if (block_stopped(g)) {
         // Every stopped block (not one: a block that stops returns before the election of the
         // last block, which might then never close), as in copy_out.
@@ -436,16 +444,19 @@ __global__ void __launch_bounds__(kThreads, 2)
         return;
     }
     // A peer whose operation word differs staged rows of another shape: nothing is read.
+    const unsigned word = step_word(h, a.op);
     const bool pulling =
-        block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)step_word(h, a.op)) &&
+        block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_STAGED, op + 1, (int)word) &&
+        (g.nodes == 1 || block_wait_rails(g, NCCLX_EP_HT_NET_PARTIAL_READY, op + 1,
+                                          NCCLX_EP_HT_NET_WORD_COMBINE, (int)word)) &&
         (!a.direct ||
          block_load_direct(g, NCCLX_EP_HT_DIRECT_COMBINE_OP, NCCLX_EP_HT_DIRECT_COMBINE_SHAPE,
                            NCCLX_EP_HT_DIRECT_COMBINE_CLAIMS, direct_tag(h, op, a.op), a.row_bytes,
                            expert_outs, nullptr, false, &claimed));
     if (pulling) { // every source or none (no skip_closed): a token's sum needs all its rows
+        TreeWarp &tw = tree[warp];
         // An int index: t < T <= 2^20 (plan validation) and the stride is at most 16 x the
-        // grid (sm_budget <= 1024, or two blocks per SM), so t + stride stays far below 2^31
-        // (64 bits here cost the FP32 reduce a spill under its two-blocks-per-SM bound).
+        // grid (sm_budget <= 1024, or two blocks per SM), so t + stride stays far below 2^31.
         for (int t = blockIdx.x * kWarps + warp; t < h.num_tokens; t += gridDim.x * kWarps) {
             const Entry en = load_entry(g, h, t, lane);
             int row = -1;
@@ -453,14 +464,21 @@ __global__ void __launch_bounds__(kThreads, 2)
                 row = h.expert_major ? h.em_row[(size_t)t * K + lane]
                                      : h.flat_row[(size_t)t * g.ranks + en.rank];
             }
-            // FLAT: one source per rank (its first entry); EM: one per expert.  Order: by
-            // expert id, which orders ranks too (ranks own ascending expert ranges).
+            const bool remote = en.expert >= 0 && is_remote(g, en.rank);
+            const int node = en.expert >= 0 ? en.rank / g.lsa : -1;
+            // FLAT: one source per rank (its first entry); EM: one per expert; a remote node:
+            // one (its partial) held by its lowest kept entry.  Order: by expert id.
             bool source = row >= 0 && (h.expert_major || en.order == 0);
-            for (int k = 0; kMx && k < K; k++) {
+            int node_order = 0; // across domains: the entry's order among its node's entries
+            for (int k = 0; (kMx || g.nodes > 1) && k < K; k++) { // the same trips every lane
                 const int other = __shfl_sync(0xffffffffu, en.expert, k);
                 const int other_row = __shfl_sync(0xffffffffu, row, k);
-                if (other_row >= 0 && other / g.local_experts == en.rank && other < en.expert) {
-                    source = false; // a lower expert of this rank holds the packed row
+                const bool lower = other >= 0 && other < en.expert;
+                const bool same_node = other >= 0 && other / g.local_experts / g.lsa == node;
+                node_order += lower && same_node;
+                if (kMx ? lower && other_row >= 0 && other / g.local_experts == en.rank
+                        : remote && lower && other_row >= 0 && same_node) {
+                    source = false; // a lower entry holds the packed row or the partial
                 }
             }
             const unsigned sources_mask = __ballot_sync(0xffffffffu, source);
@@ -468,32 +486,44 @@ __global__ void __launch_bounds__(kThreads, 2)
             for (unsigned rest = sources_mask; rest != 0; rest &= rest - 1) {
                 position += __shfl_sync(0xffffffffu, en.expert, __ffs(rest) - 1) < en.expert;
             }
-            char *base = en.expert >= 0 ? peer_base(g, en.rank) : nullptr;
+            const char *partial = remote ? self + g.net_partial_in +
+                                               ((size_t)node * g.max_tokens + t) * g.partial_bytes
+                                         : nullptr;
+            char *base = en.expert >= 0 && !remote ? peer_base(g, en.rank) : nullptr;
             if (source) {
-                sources[warp][position] =
-                    a.direct ? expert_outs[en.rank] + (size_t)row * a.row_bytes
-                             : base + g.combine_rows + (size_t)row * g.combine_row_bytes;
+                tw.src[position] = remote ? partial
+                                   : a.direct
+                                       ? expert_outs[en.rank] + (size_t)row * a.row_bytes
+                                       : base + g.combine_rows + (size_t)row * g.combine_row_bytes;
+                tw.pos[position] = remote ? node * g.lsa : en.rank;
+                tw.partial[position] = remote ? 1 : 0;
             }
             __syncwarp();
             const int n = __popc(sources_mask);
             char *out = static_cast<char *>(a.out) + (size_t)t * a.row_bytes;
             if (kMx) {
-                mx_reduce_token(g, sources[warp], n, out, lane);
-            }
-            for (size_t o = (size_t)lane * 16; !kMx && o < a.row_bytes; o += kWarpSize * 16) {
-                float acc[Vec<kDtype>::N];
-#pragma unroll
-                for (int i = 0; i < Vec<kDtype>::N; i++) {
-                    acc[i] = 0.0f;
+                mx_reduce_token(g, tw.src, n, out, lane);
+            } else {
+                if (lane == 0) {
+                    tree_plan(tw, n);
                 }
-                for (int s = 0; s < n; s++) {
-                    Vec<kDtype>::add(acc, *reinterpret_cast<const uint4 *>(sources[warp][s] + o));
+                __syncwarp();
+                for (int e = lane * kTreeColumns; e < g.hidden; e += kWarpSize * kTreeColumns) {
+                    float v[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+                    if (!tree_sum<kDtype, kDepth>(tw, n, (size_t)e, v)) {
+                        v[0] = v[1] = v[2] = v[3] = 0.0f;
+                    }
+                    store_columns<kDtype>(out, (size_t)e, v);
                 }
-                *reinterpret_cast<uint4 *>(out + o) = Vec<kDtype>::pack(acc);
             }
             if (a.backward && lane < K) {
                 float grad = 0.0f;
-                if (row >= 0) {
+                if (row >= 0 && remote) {
+                    // The relay's gradient of this entry: by its order among the token's
+                    // experts on that node (every valid entry there, kept or not).
+                    grad =
+                        reinterpret_cast<const float *>(partial + (size_t)g.hidden * 4)[node_order];
+                } else if (row >= 0) {
                     const float *grads = grad_rows(base, g) + (size_t)row * KM;
                     grad = h.expert_major ? grads[0] : grads[en.order];
                 }
@@ -511,6 +541,10 @@ __global__ void __launch_bounds__(kThreads, 2)
         // (a timeout, a mismatch), once no peer can read it any more (close_direct).
         const bool pulled =
             __syncthreads_and(signal_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1));
+        if (pulled && g.nodes > 1) {
+            // Each relay may put the next combine's partials into this rank's arena.
+            signal_rails(g, NCCLX_EP_HT_NET_PARTIAL_FREE);
+        }
         const bool all_pulled =
             pulled && (!a.direct || block_wait_all(g, NCCLX_EP_HT_SIG_COMBINE_PULLED, op + 1));
         if (!all_pulled && a.direct) {
@@ -526,6 +560,22 @@ __global__ void __launch_bounds__(kThreads, 2)
 } // namespace ht
 } // namespace ncclx
 
+// The reduce kernel for the group's tree depth (ep_ht_tree.cuh: levels of R ranks).
+template <int kDtype>
+static void launch_reduce(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
+                          const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream)
+{
+    using namespace ncclx::ht;
+    const int levels = tree_levels(g->ranks);
+    if (levels <= 4) {
+        reduce_kernel<kDtype, false, 4><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else if (levels <= 8) {
+        reduce_kernel<kDtype, false, 8><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else {
+        reduce_kernel<kDtype, false, 13><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    }
+}
+
 extern "C" cudaError_t ncclx_ep_ht_launch_dispatch(const ncclx_ep_ht_group_desc_t *g,
                                                    const ncclx_ep_ht_handle_desc_t *h,
                                                    const ncclx_ep_ht_dispatch_desc_t *a,
@@ -535,6 +585,9 @@ extern "C" cudaError_t ncclx_ep_ht_launch_dispatch(const ncclx_ep_ht_group_desc_
     cudaError_t err;
     push_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     if ((err = cudaGetLastError()) != cudaSuccess) {
+        return err;
+    }
+    if (g->nodes > 1 && (err = launch_relay(g, h, a, stream)) != cudaSuccess) {
         return err;
     }
     copy_out_kernel<<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
@@ -556,14 +609,17 @@ extern "C" cudaError_t ncclx_ep_ht_launch_combine(const ncclx_ep_ht_group_desc_t
     if ((err = cudaGetLastError()) != cudaSuccess) {
         return err;
     }
+    if (g->nodes > 1 && (err = launch_partials(g, h, a, stream)) != cudaSuccess) {
+        return err;
+    }
     if (a->mxfp8) {
-        reduce_kernel<ncclx::kBf16, true><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        reduce_kernel<ncclx::kBf16, true, 1><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     } else if (a->dtype == ncclx::kBf16) {
-        reduce_kernel<ncclx::kBf16, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        launch_reduce<ncclx::kBf16>(g, h, a, stream);
     } else if (a->dtype == ncclx::kFp16) {
-        reduce_kernel<ncclx::kFp16, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        launch_reduce<ncclx::kFp16>(g, h, a, stream);
     } else {
-        reduce_kernel<ncclx::kFp32, false><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        launch_reduce<ncclx::kFp32>(g, h, a, stream);
     }
     return cudaGetLastError();
 }
@@ -576,9 +632,14 @@ extern "C" cudaError_t ncclx_ep_ht_data_load(void)
         reinterpret_cast<const void *>(copy_out_kernel),
         reinterpret_cast<const void *>(stage_kernel<false>),
         reinterpret_cast<const void *>(stage_kernel<true>),
-        reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false>),
-        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false>),
-        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false>),
-        reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true>)};
+#define NCCLX_HT_REDUCE_DEPTHS(d)                                              \
+    reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false, d>),     \
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false, d>), \
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false, d>)
+        NCCLX_HT_REDUCE_DEPTHS(4),
+        NCCLX_HT_REDUCE_DEPTHS(8),
+        NCCLX_HT_REDUCE_DEPTHS(13),
+#undef NCCLX_HT_REDUCE_DEPTHS
+        reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true, 1>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -91,6 +91,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         h.header->checksum = 0; /* the seal kernel adds it up */
     }
+    if (h.relay != nullptr) {
+        // Every relay entry starts as none; the scan fills the rail sources' (ep_ht_rows.cu).
+        const long long entries = (long long)g.nodes * g.max_tokens * h.topk;
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < entries;
+             i += (long long)gridDim.x * blockDim.x) {
+            h.relay[i] = make_int2(-1, -1);
+        }
+    }
     if (h.em_head != nullptr) {
         // Every row starts as no token's first (pads and rows past the total stay so).
         for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < g.recv_slots;

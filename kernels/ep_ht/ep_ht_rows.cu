@@ -115,6 +115,89 @@ __device__ void scan_expert(const ncclx_ep_ht_group_desc_t &g, const ncclx_ep_ht
     }
 }
 
+// Across domains, this rank relays the tokens of its rail source s on node n (the rank of n
+// with this rank's place in its domain) to the ranks of this domain, and sums their rows for it
+// in combine: the scans below give the row of each of s's tokens at this domain's ranks (FLAT)
+// or for this domain's experts (EXPERT_MAJOR), by the sender's own formulas on s's map (its copy
+// here), into relay entry [n][t][q], q = the expert's order among t's experts in this domain.
+__device__ __forceinline__ int node_order(const uint32_t *row, int lo, int e)
+{
+    int q = 0;
+    for (int w = lo >> 5; w <= (e - 1) >> 5 && e > lo; w++) {
+        uint32_t bits = row[w];
+        const int first = w << 5;
+        if (lo > first) {
+            bits &= ~0u << (lo - first);
+        }
+        if (e < first + 32) {
+            bits &= (1u << (e - first)) - 1u;
+        }
+        q += __popc(bits);
+    }
+    return q;
+}
+
+// FLAT: s's rows at rank j of this domain (scan_rank's formula for source s).
+__device__ void relay_scan_rank(const ncclx_ep_ht_group_desc_t &g,
+                                const ncclx_ep_ht_handle_desc_t &h, int n, int j, int lane)
+{
+    const int s = rail_peer(g, n), L = g.local_experts, lo = g.lsa_base * L;
+    const uint32_t *map = map_of(g, s);
+    long long before = 0;
+    for (int x = lane; x < s; x += kWarpSize) {
+        before += g.rank_hits[(size_t)x * g.ranks + j];
+    }
+    long long row = warp_sum64(before);
+    for (int t0 = 0; t0 < g.max_tokens; t0 += kWarpSize) {
+        const int t = t0 + lane;
+        const uint32_t *r = map + (size_t)t * g.map_words;
+        const bool hit = t < g.max_tokens && row_has_range(r, j * L, (j + 1) * L);
+        const unsigned hits = __ballot_sync(0xffffffffu, hit);
+        const long long mine = row + __popc(hits & lanemask_lt());
+        if (hit) {
+            int2 *entry = h.relay + ((size_t)n * g.max_tokens + t) * h.topk;
+            const int kept = mine < g.recv_slots ? (int)mine : -1;
+            for (int e = j * L; e < (j + 1) * L; e++) {
+                if (row_has(r, e)) {
+                    const int q = node_order(r, lo, e);
+                    if (q < h.topk) {
+                        entry[q] = make_int2(kept, e);
+                    }
+                }
+            }
+        }
+        row += __popc(hits);
+    }
+}
+
+// EXPERT_MAJOR: s's rows for expert e of this domain (scan_expert's formula for source s).
+__device__ void relay_scan_expert(const ncclx_ep_ht_group_desc_t &g,
+                                  const ncclx_ep_ht_handle_desc_t &h, int n, int e, int lane)
+{
+    const int s = rail_peer(g, n), lo = g.lsa_base * g.local_experts;
+    const uint32_t *map = map_of(g, s);
+    long long before = 0;
+    for (int x = lane; x < s; x += kWarpSize) {
+        before += g.expert_hits[(size_t)x * g.num_experts + e];
+    }
+    long long row = zone_start(g, e, lane) + warp_sum64(before);
+    for (int t0 = 0; t0 < g.max_tokens; t0 += kWarpSize) {
+        const int t = t0 + lane;
+        const uint32_t *r = map + (size_t)t * g.map_words;
+        const bool hit = t < g.max_tokens && row_has(r, e);
+        const unsigned hits = __ballot_sync(0xffffffffu, hit);
+        if (hit) {
+            const long long mine = row + __popc(hits & lanemask_lt());
+            const int q = node_order(r, lo, e);
+            if (q < h.topk) {
+                h.relay[((size_t)n * g.max_tokens + t) * h.topk + q] =
+                    make_int2(mine < g.recv_slots ? (int)mine : -1, e);
+            }
+        }
+        row += __popc(hits);
+    }
+}
+
 // Rows of FLAT receive order kept under the budget that list local expert e: sources whose
 // rows all fit count whole; the source that crosses S is scanned row by row.
 __device__ int flat_kept_for_expert(const ncclx_ep_ht_group_desc_t &g, int e, int lane)
@@ -218,7 +301,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     const unsigned long long op = load_volatile(&g.state->route_seq);
     const int lane = threadIdx.x % kWarpSize;
     const int scans = h.expert_major ? g.num_experts : g.ranks;
-    const int items = scans + g.local_experts + 1;
+    // Across domains, then one relay scan per (other node, rank or expert of this domain).
+    const int relay_per_node = h.relay == nullptr ? 0
+                               : h.expert_major   ? g.lsa * g.local_experts
+                                                  : g.lsa;
+    const int relays = relay_per_node * g.nodes;
+    const int items = scans + g.local_experts + 1 + relays;
     if (block_route_stopped(g)) {
         return;
     }
@@ -234,8 +322,19 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
             } else if (item < scans + g.local_experts) {
                 receiver_expert(g, h, item - scans, lane);
-            } else {
+            } else if (item == scans + g.local_experts) {
                 receiver_totals(g, h, lane);
+            } else {
+                const int r = item - scans - g.local_experts - 1;
+                const int n = r / relay_per_node, x = r % relay_per_node;
+                if (n == my_node(g)) {
+                    continue; // this domain's own tokens are not relayed
+                }
+                if (h.expert_major) {
+                    relay_scan_expert(g, h, n, g.lsa_base * g.local_experts + x, lane);
+                } else {
+                    relay_scan_rank(g, h, n, g.lsa_base + x, lane);
+                }
             }
         }
     }

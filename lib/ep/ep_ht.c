@@ -44,9 +44,24 @@ void ncclx_ep_ht_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx)
     d->map_words = (int)((g->plan.num_experts + 31) / 32);
     d->drop = g->plan.overflow_policy == NCCLX_EP_OVERFLOW_DROP;
     d->alignment = g->plan.expert_alignment > 1 ? (int)g->plan.expert_alignment : 1;
-    /* The path is part of every operation word besides. */
+    /* The path is part of every operation word besides.  Across load/store domains the caller
+     * buffers of other domains are out of reach: never direct. */
     d->direct = ncclx_context_direct_path(ctx, NCCLX_ENV_EP_HT_PATH) &&
-                d->ranks <= NCCLX_EP_HT_DIRECT_MAX_RANKS;
+                d->ranks <= NCCLX_EP_HT_DIRECT_MAX_RANKS && g->dims.nodes == 1;
+    /* Across load/store domains (docs/ep-ht.md, "Across nodes"); on one domain lsa = R. */
+    d->lsa = (int)g->dims.lsa;
+    d->lsa_base = d->rank / d->lsa * d->lsa;
+    d->nodes = (int)g->dims.nodes;
+    d->net = ctx->net;
+    d->net_signal_base = (int)r->net_signal_base;
+    d->net_maps = r->ht_net_maps;
+    d->net_stage = r->ht_net_stage;
+    d->net_relay = r->ht_net_relay;
+    d->net_partial_out = r->ht_net_partial_out;
+    d->net_partial_in = r->ht_net_partial_in;
+    d->net_words = r->ht_net_words;
+    d->relay_row_bytes = g->dims.relay_row_bytes;
+    d->partial_bytes = g->dims.partial_bytes;
     d->map = r->ht_map;
     d->signals = r->signals;
     d->dispatch_rows = r->dispatch_recv;
@@ -139,6 +154,7 @@ void ncclx_ep_ht_handle_desc(ncclx_ep_handle_t *h, char *base, const ncclx_ep_ht
     d->zone_base = (int32_t *)(base + l->zone_base);
     d->em_next = em && h->group->dims.mxfp8_combine ? (int32_t *)(base + l->em_next) : NULL;
     d->em_head = em && h->group->dims.mxfp8_combine ? (uint8_t *)(base + l->em_head) : NULL;
+    d->relay = h->group->dims.nodes > 1 ? (int2 *)(void *)(base + l->relay) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = em;
     d->global_ids = (int)h->config.global_expert_ids;

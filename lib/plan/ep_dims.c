@@ -76,6 +76,10 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
      * links between them (kernels/ep_ht/ep_ht.h, em_next and em_head). */
     h->em_next = d->mxfp8_combine ? ncclx_handle_piece(&cursor, (size_t)d->recv_slots * 4) : 0;
     h->em_head = d->mxfp8_combine ? ncclx_handle_piece(&cursor, d->recv_slots) : 0;
+    /* Across load/store domains: the relay entries of the rail sources' tokens on this rank's
+     * node, [nodes][T][K] {int32 row, int32 expert} (kernels/ep_ht/ep_ht.h). */
+    h->relay =
+        d->nodes > 1 ? ncclx_handle_piece(&cursor, (size_t)d->nodes * d->tokens * d->topk * 8) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 
@@ -133,10 +137,20 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
         d->combine_slots = d->topk < d->ranks ? d->topk : d->ranks; /* one row per rank */
     }
     d->mxfp8_combine = !ll && (g->recipes & NCCLX_EP_RECIPE_MXFP8) != 0;
+    d->lsa = team->lsa_size;
+    d->nodes = team->num_ranks / team->lsa_size;
     d->payload_bytes = ncclx_payload_bytes(g);
     d->dispatch_msg_bytes = ncclx_ep_msg_bytes(d->topk, d->payload_bytes);
     d->combine_elem_bytes = (g->token_dtypes & NCCLX_DTYPE_BIT(NCCLX_FLOAT32)) ? 4 : 2;
     d->combine_slot_bytes = ncclx_align_up((size_t)d->hidden * d->combine_elem_bytes, 16);
+    /* HT across load/store domains: a relayed row carries the token's top-k meta, and a node's
+     * partial its weight gradients (docs/plan-sizing.md). */
+    d->relay_row_bytes = 0;
+    d->partial_bytes = 0;
+    if (!ll && d->nodes > 1) {
+        d->relay_row_bytes = ncclx_align_up(d->payload_bytes + (size_t)d->topk * 8, 16);
+        d->partial_bytes = ncclx_align_up((size_t)d->hidden * 4 + (size_t)d->topk * 4, 16);
+    }
     d->handle_bytes = ncclx_handle_bytes(d, g, ll);
     return ncclxSuccess;
 }

@@ -263,20 +263,36 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
 
 /* Features whose fields are defined (and checked above, so that the rules hold when they land)
  * but that this release does not implement.  They are refused here, once a plan is otherwise
- * valid, rather than sized, allocated and refused at first use. */
+ * valid, rather than sized, allocated and refused at first use.  HT across load/store domains
+ * (docs/ep-ht.md) sums each node's rows on a relay as one subtree of a binary tree over ranks,
+ * so the domains must be aligned power-of-two blocks; and the MXFP8 combine stays inside one. */
 static ncclxResult_t ncclx_check_supported(const ncclx_plan_norm_t *norm)
 {
+    const ncclxTeam_t *team = &norm->team;
+    if (!NCCLX_TEAM_MULTI_DOMAIN(team)) {
+        return ncclxSuccess;
+    }
     for (uint32_t gi = 0; gi < norm->num_groups; gi++) {
         const ncclxEpGroupPlan_t *g = &norm->groups[gi];
         if (g->algorithm != NCCLX_EP_ALGO_HT) {
             continue;
         }
-        if (norm->team.lsa_size != norm->team.num_ranks) {
+        if ((team->lsa_size & (team->lsa_size - 1)) != 0) {
             return NCCLX_ERROR(ncclxUnsupported,
-                               "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of %u "
-                               "ranks of which %u reach each other by load/store: HT between "
-                               "load/store domains (GIN) is not implemented in this release",
-                               gi, norm->team.num_ranks, norm->team.lsa_size);
+                               "team.lsa_size=%u is not a power of two: HT across load/store "
+                               "domains (plan.ep_groups[%u], %u ranks) sums each node's rows as "
+                               "one subtree of a binary tree over ranks, so nodes must be "
+                               "aligned power-of-two blocks of ranks in this release",
+                               team->lsa_size, gi, team->num_ranks);
+        }
+        if (g->recipes & NCCLX_EP_RECIPE_MXFP8) {
+            return NCCLX_ERROR(ncclxUnsupported,
+                               "plan.ep_groups[%u]->recipes=0x%x: the MXFP8 combine "
+                               "(NCCLX_EP_RECIPE_MXFP8) runs inside one load/store domain only "
+                               "in this release (its packed partials are per rank, while the "
+                               "network hop carries one FP32 partial per node); the team has %u "
+                               "ranks of which %u reach each other by load/store",
+                               gi, g->recipes, team->num_ranks, team->lsa_size);
         }
     }
     return ncclxSuccess;

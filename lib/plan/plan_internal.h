@@ -42,6 +42,11 @@ typedef struct {
     size_t combine_slot_bytes; /* align16(H * C) */
     size_t handle_bytes;       /* one handle's private device memory (stride) */
     uint32_t mxfp8_combine;    /* HT with NCCLX_EP_RECIPE_MXFP8: handles link their rows */
+    uint32_t lsa;              /* A = team.lsa_size: ranks of one load/store domain (node) */
+    uint32_t nodes;            /* R / A: 1 on one domain */
+    /* HT across load/store domains (nodes > 1), else 0; also 0 for LL groups: */
+    size_t relay_row_bytes; /* a16(P + K * 8): a token's row and top-k meta as relayed */
+    size_t partial_bytes;   /* a16(H * 4 + K * 4): a node's FP32 partial and weight grads */
 } ncclx_ep_dims_t;
 
 /* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
@@ -85,7 +90,16 @@ typedef struct {
     size_t net_combine_in;     /* symmetric, LL with a mask: remote sources' rows, as staged */
     size_t net_mask;           /* device, LL with a mask: clean counters [2][R], bases [4][R] */
     uint32_t net_signal_base;  /* LL: first of its network signals: (parity, dir) x source, then
-                                  with a mask clean rounds one and two x source */
+                                  with a mask clean rounds one and two x source; HT: 6 kinds x
+                                  peer (docs/plan-sizing.md, HT across load/store domains) */
+    /* HT across load/store domains (hierarchical: one network crossing per destination node, to
+     * a relay rank there); NCCLX_NO_REGION on one domain and for LL groups. */
+    size_t ht_net_maps;        /* symmetric: [R][T][ceil(E / 32)] uint32, remote ranks' maps */
+    size_t ht_net_stage;       /* symmetric: [T] relay rows, this rank's tokens packed once */
+    size_t ht_net_relay;       /* symmetric: [nodes][T] relay rows, by source node */
+    size_t ht_net_partial_out; /* symmetric: [nodes][T] partials, by source node */
+    size_t ht_net_partial_in;  /* symmetric: [nodes][T] partials, by relay node */
+    size_t ht_net_words;       /* symmetric: [2][R] uint64 operation words */
 } ncclx_ep_group_regions_t;
 
 /* M2N control words (docs/plan-sizing.md): kernels/m2n/m2n.h describes them. */
@@ -146,7 +160,8 @@ ncclxResult_t ncclx_plan_import(const ncclxPlan_t *plan, const ncclxTeam_t *team
                                 ncclx_plan_norm_t *norm);
 
 /** Validates an imported plan; the error names the first bad field.  An otherwise valid plan
- * that asks for a feature this release does not implement (HT groups, M2N staging) fails with
+ * that asks for a feature this release does not implement (across load/store domains: the
+ * MXFP8 combine, or HT on domains of a size that is not a power of two) fails with
  * ncclxUnsupported. */
 ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
@@ -177,6 +192,7 @@ typedef struct {
     size_t zone_base;  /* int32 [L]: zone starts */
     size_t em_next;    /* MXFP8 groups: int32 [S], the next receive row of the row's token */
     size_t em_head;    /* MXFP8 groups: uint8 [S], 1 on each token's first receive row */
+    size_t relay;      /* across domains: int32x2 [nodes][T][K] {row, expert}, -1 ends; else 0 */
     size_t bytes;      /* the whole handle, 256-byte multiple */
 } ncclx_ep_ht_handle_layout_t;
 

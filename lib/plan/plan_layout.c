@@ -121,6 +121,46 @@ static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi
                          &r->ht_combine_meta);
 }
 
+/* HT on a team of several load/store domains (hierarchical: a token crosses the network once
+ * per destination node, to its rail peer there, the relay, which fans it out over the node;
+ * docs/ep-ht.md): every remote rank's routing map, this rank's tokens packed once, the rows it
+ * relays and the node partials it sums and receives, the operation words, and the group's
+ * network signals.  Empty on one domain. */
+static ncclxResult_t ncclx_layout_ep_ht_net(ncclx_layout_t *layout, int gi, const ncclxTeam_t *team,
+                                            const ncclx_ep_dims_t *d, uint32_t *num_signals,
+                                            ncclx_ep_group_regions_t *r)
+{
+    const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
+    const size_t ranks = on ? d->ranks : 0, nodes = on ? d->nodes : 0;
+    size_t bytes;
+    NCCLX_CHECK(ncclx_product(ranks, 1, ncclx_ep_ht_map_bytes(d, d->num_experts), "HT network maps",
+                              gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network maps", bytes, 1,
+                              &r->ht_net_maps));
+    NCCLX_CHECK(ncclx_product(on, d->tokens, d->relay_row_bytes, "HT network staging", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network staging", bytes, 1,
+                              &r->ht_net_stage));
+    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->relay_row_bytes, "HT relay rows", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT relay rows", bytes, 1,
+                              &r->ht_net_relay));
+    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->partial_bytes, "HT partials out", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials out", bytes, 1,
+                              &r->ht_net_partial_out));
+    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->partial_bytes, "HT partials in", gi, &bytes));
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials in", bytes, 1,
+                              &r->ht_net_partial_in));
+    /* [0][s]: the dispatch word from s, [1][r]: the combine word from r. */
+    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network words",
+                              2 * ranks * sizeof(uint64_t), 1, &r->ht_net_words));
+    r->net_signal_base = *num_signals;
+    if (on) {
+        /* kind x peer: MAP_PUBLISHED, MAP_READ, RELAY_FILLED, RELAY_FREE, PARTIAL_READY,
+         * PARTIAL_FREE */
+        *num_signals += 6u * d->ranks;
+    }
+    return ncclxSuccess;
+}
+
 /* LL on a team of several load/store domains: the staging of what goes to other domains, and
  * the group's network signals.  Empty on one domain. */
 static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const ncclxTeam_t *team,
@@ -170,12 +210,15 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     r->mask_words = NCCLX_NO_REGION;
     r->net_dispatch_out = r->net_combine_out = r->net_combine_in = r->net_mask = NCCLX_NO_REGION;
     r->net_combine_rows = 0;
+    r->ht_net_maps = r->ht_net_stage = r->ht_net_relay = NCCLX_NO_REGION;
+    r->ht_net_partial_out = r->ht_net_partial_in = r->ht_net_words = NCCLX_NO_REGION;
     r->net_signal_base = *net_signals;
     if (ll) {
         NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask, &d, r));
         NCCLX_CHECK(ncclx_layout_ep_net(layout, gi, team, g, &d, net_signals, r));
     } else {
         NCCLX_CHECK(ncclx_layout_ep_ht_symmetric(layout, gi, &d, r));
+        NCCLX_CHECK(ncclx_layout_ep_ht_net(layout, gi, team, &d, net_signals, r));
     }
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "group state", NCCLX_EP_DEV_STATE_BYTES,
                               1, &r->state));

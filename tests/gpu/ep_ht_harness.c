@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc_counter.h"
 
@@ -120,6 +121,7 @@ void ht_open(ht_run_t *run, const ht_case_t *c)
     run->crow = (size_t)c->hidden * dtype_size(c->quant ? NCCLX_BFLOAT16 : c->dtype);
     run->isize = dtype_size(c->idx_dtype);
     ep_team_plan(t, c->experts, c->max_topk != 0 ? c->max_topk : c->topk, c->hidden, c->tokens);
+    t->nodes = c->nodes; /* 0: ep_team_open applies TEST_NODES */
     t->group_plan.algorithm = NCCLX_EP_ALGO_HT;
     t->group_plan.layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     t->group_plan.recipes = NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD;
@@ -866,5 +868,42 @@ void ht_capture(ht_run_t *run, int with_combine, cudaGraphExec_t *exec)
         assert_cuda_ok(cudaStreamEndCapture(s, &graph));
         assert_cuda_ok(cudaGraphInstantiate(&exec[r], graph, 0));
         assert_cuda_ok(cudaGraphDestroy(graph));
+    }
+}
+
+uint32_t ht_test_nodes(uint32_t ranks)
+{
+    const char *env = getenv("TEST_NODES");
+    const int n = env != NULL ? atoi(env) : 0;
+    return ranks > 0 && n > 0 && ranks % (uint32_t)n == 0 ? (uint32_t)n : 0;
+}
+
+uint32_t ht_run_nodes(const ht_run_t *run)
+{
+    return run->c.ranks == 0 ? 0 : run->c.nodes != 0 ? run->c.nodes : ht_test_nodes(run->c.ranks);
+}
+
+int ht_direct_path(const ht_run_t *run)
+{
+    const char *path = getenv("NCCLX_EP_HT_PATH");
+    return run->c.ranks > 0 && ht_run_nodes(run) == 0 &&
+           (path == NULL || strcasecmp(path, "STAGED") != 0);
+}
+
+void ht_wide_expert_out(ht_run_t *run)
+{
+    const ncclxDataType_t cd = run->c.quant ? NCCLX_BFLOAT16 : run->c.dtype;
+    const int lo = cd == NCCLX_FLOAT16 ? -10 : -20, span = cd == NCCLX_FLOAT16 ? 19 : 41;
+    const size_t n = (size_t)run->S * run->c.hidden, es = dtype_size(cd);
+    for (uint32_t r = 0; r < run->R; r++) {
+        ht_rank_t *x = &run->r[r];
+        for (size_t i = 0; i < n; i++) {
+            const uint64_t b = ep_rand_u64();
+            const float m = 1.0f + (float)(b & 0x7fffffu) * 0x1p-23f;
+            const float v = ldexpf((b >> 23) & 1u ? -m : m, lo + (int)((b >> 24) % (uint64_t)span));
+            from_float(v, x->expert_out + i * es, cd);
+            x->expert_out_f[i] = to_float(x->expert_out + i * es, cd);
+        }
+        assert_cuda_ok(cudaMemcpy(x->d_expert_out, x->expert_out, n * es, cudaMemcpyHostToDevice));
     }
 }

@@ -30,6 +30,8 @@ typedef struct {
     uint32_t mxfp8;          /* combine with NCCLX_EP_RECIPE_MXFP8 (BF16, EXPERT_MAJOR); expert
                                 outputs then span many binades, with zero, tiny and infinite blocks */
     ncclxDataType_t dtype, idx_dtype, count_dtype;
+    uint32_t nodes; /* loopback: N >= 1 a team shaped as N emulated nodes
+                       (ncclxLoopbackConfig_t); 0: the TEST_NODES rule (ht_test_nodes) */
 } ht_case_t;
 
 typedef enum { HT_RANDOM, HT_REPEATS, HT_HOT, HT_BAD_IDS } ht_draw_t;
@@ -97,5 +99,18 @@ void ht_iteration(ht_run_t *run, int expect_bad);
 void ht_case(const ht_case_t *c, ht_draw_t draw, uint32_t empty_ranks, int iterations);
 ht_case_t base_case(uint32_t ranks, uint32_t layout);
 void ht_capture(ht_run_t *run, int with_combine, cudaGraphExec_t *exec);
+/** The emulated nodes TEST_NODES gives a loopback team of `ranks` ranks (ep_team_open's rule:
+ *  N when TEST_NODES=N divides ranks), 0 when it stays unshaped (and for ranks 0, the real
+ *  communicator). */
+uint32_t ht_test_nodes(uint32_t ranks);
+/** The emulated nodes of run's team: c.nodes, else ht_test_nodes (0: unshaped). */
+uint32_t ht_run_nodes(const ht_run_t *run);
+/** Whether run's loopback team takes the direct path (docs/ep-ht.md): unshaped (a shaped team,
+ *  even of one node, never reaches peers' caller buffers) and NCCLX_EP_HT_PATH not STAGED. */
+int ht_direct_path(const ht_run_t *run);
+/** Draws every rank's expert outputs again, spread over many binades (sign, exponent and full
+ *  mantissa random; BF16/FP32 2^-20 .. 2^20, FP16 2^-10 .. 2^8), so that FP32 sums depend on
+ *  their order: the combine's summation tree is then visible bit for bit.  Uploads them. */
+void ht_wide_expert_out(ht_run_t *run);
 
 #endif /* NCCLX_TEST_EP_HT_HARNESS_H_ */

@@ -6,12 +6,19 @@
  * prefix scans, which is how the GPU computes the same rows.  Combine reads the rows from the
  * layouts that ncclx_ht_ref_route computed (inverted per destination rank).
  */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ref/ep_ht_ref.h"
 #include "ref/ep_mxfp8_ref.h"
+
+/* The combine sums are float additions only (nothing a compiler may contract into a fused
+ * multiply-add), each stored to a float: evaluated in float, they are IEEE single. */
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the HT combine reference needs float expressions evaluated in float (FLT_EVAL_METHOD 0)"
+#endif
 
 #ifdef NCCLX_EP_MAX_HT_TOPK
 _Static_assert(NCCLX_HT_REF_MAX_TOPK == NCCLX_EP_MAX_HT_TOPK, "HT top-k bound out of step");
@@ -385,10 +392,10 @@ static void add_row(int32_t row, const float *rows, uint32_t hidden, float *out)
     }
 }
 
-/* Adds the kept rows of rank m's tokens on destination j to out, ascending expert.  With
- * partial ([hidden] scratch, MXFP8): a token's rows on j are summed there first (from 0.0f)
- * and the sum goes through the MXFP8 quantizer (packed, [row_bytes] scratch) before it is
- * added; a token with no kept row on j adds nothing. */
+/* Adds the kept rows of rank m's tokens on destination j to out (MXFP8, EXPERT_MAJOR): a
+ * token's rows on j are summed in partial ([hidden] scratch) from 0.0f, ascending expert, and
+ * the sum goes through the MXFP8 quantizer (packed, [row_bytes] scratch) before it is added; a
+ * token with no kept row on j adds nothing. */
 static void combine_from(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *rt,
                          const int32_t *inv, uint32_t j, const float *rows, uint32_t hidden,
                          float *partial, uint8_t *packed, float *out)
@@ -398,20 +405,15 @@ static void combine_from(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
         int64_t experts[NCCLX_HT_REF_MAX_TOPK];
         uint32_t first_k[NCCLX_HT_REF_MAX_TOPK];
         uint32_t n = experts_on(c, rt, t, j, experts, first_k), kept = 0;
-        float *sum = partial != NULL ? partial : &out[(size_t)t * hidden];
-        if (!em(c)) {
-            add_row(n > 0 ? inv[t] : -1, rows, hidden, &out[(size_t)t * hidden]);
-            continue; /* one row per (token, rank) */
-        }
-        for (uint32_t h = 0; partial != NULL && h < hidden; h++) {
+        for (uint32_t h = 0; h < hidden; h++) {
             partial[h] = 0.0f;
         }
         for (uint32_t p = 0; p < n; p++) {
             int32_t row = inv[(size_t)t * L + (uint32_t)(experts[p] - (int64_t)j * L)];
             kept += row >= 0;
-            add_row(row, rows, hidden, sum);
+            add_row(row, rows, hidden, partial);
         }
-        if (partial != NULL && kept > 0) {
+        if (kept > 0) {
             ncclx_ref_mxfp8_quantize_row(partial, hidden, packed);
             ncclx_ref_mxfp8_dequantize_row(packed, hidden, partial);
             add_row(0, partial, hidden, &out[(size_t)t * hidden]);
@@ -419,17 +421,79 @@ static void combine_from(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
     }
 }
 
-/* Both combines: mxfp8 quantizes each destination's partial sums (EXPERT_MAJOR only). */
-static int combine(const char *who, const ncclx_ht_ref_case_t *c,
-                   const ncclx_ht_ref_routing_t *routing, const ncclx_ht_ref_layout_t *layouts,
-                   const float *const *expert_out, uint32_t hidden, uint32_t rank, int mxfp8,
-                   float *out)
+/* One token's combine tree (ncclx_ht_ref_combine). */
+typedef struct {
+    const ncclx_ht_ref_case_t *c;
+    const ncclx_ht_ref_routing_t *rt; /* the combining rank's routing */
+    const int32_t *inv;               /* [R, inverse_size]: every destination's inverse map */
+    const float *const *rows;         /* expert_out */
+    uint32_t hidden;
+    uint32_t t;    /* the token */
+    float *levels; /* [log2 P, hidden]: levels[d] holds a right child at depth d + 1 */
+} tree_t;
+
+/* leaf(j) into acc: 0.0f plus, in float, each kept row of token t on rank j in ascending
+ * expert order (FLAT: its one row).  Returns 0 (ABSENT) when j holds no kept row of t. */
+static int tree_leaf(const tree_t *x, uint32_t j, float *acc)
+{
+    const ncclx_ht_ref_case_t *c = x->c;
+    const int32_t *inv = x->inv + (size_t)j * inverse_size(c);
+    int64_t experts[NCCLX_HT_REF_MAX_TOPK];
+    uint32_t first_k[NCCLX_HT_REF_MAX_TOPK], L = local_experts(c), kept = 0;
+    uint32_t n = experts_on(c, x->rt, x->t, j, experts, first_k);
+    for (uint32_t h = 0; h < x->hidden; h++) {
+        acc[h] = 0.0f;
+    }
+    for (uint32_t p = 0; p < n; p++) {
+        int32_t row = !em(c) ? (p == 0 ? inv[x->t] : -1)
+                             : inv[(size_t)x->t * L + (uint32_t)(experts[p] - (int64_t)j * L)];
+        if (row < 0) {
+            continue; /* dropped (or FLAT's one row already added) */
+        }
+        kept++;
+        for (uint32_t h = 0; h < x->hidden; h++) {
+            float sum = acc[h] + x->rows[j][(size_t)row * x->hidden + h];
+            acc[h] = sum;
+        }
+    }
+    return kept > 0;
+}
+
+/*
+ * T(lo, lo + size) of token t (size a power of two, lo a multiple of it) into dst, at depth d
+ * of the tree: a leaf, or T of the left half (into dst) + T of the right half (into levels
+ * d, at depth d + 1), an ABSENT half skipped.  Returns 0 when ABSENT (dst then undefined).
+ */
+static int tree_node(const tree_t *x, uint32_t lo, uint32_t size, uint32_t d, float *dst)
+{
+    float *right = x->levels + (size_t)d * x->hidden;
+    int has_left, has_right;
+    if (lo >= x->c->ranks) {
+        return 0; /* ranks past R hold nothing */
+    }
+    if (size == 1) {
+        return tree_leaf(x, lo, dst);
+    }
+    has_left = tree_node(x, lo, size / 2, d, dst);
+    has_right = tree_node(x, lo + size / 2, size / 2, d + 1, right);
+    for (uint32_t h = 0; has_right && h < x->hidden; h++) {
+        float sum = has_left ? dst[h] + right[h] : right[h];
+        dst[h] = sum;
+    }
+    return has_left || has_right;
+}
+
+/* The MXFP8 combine: destinations outermost, each token's MXFP8 partials in (rank) order. */
+static int combine_mxfp8(const char *who, const ncclx_ht_ref_case_t *c,
+                         const ncclx_ht_ref_routing_t *routing,
+                         const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
+                         uint32_t hidden, uint32_t rank, float *out)
 {
     int32_t *inv;
     const ncclx_ht_ref_routing_t *rt;
     float *partial = NULL;
     uint8_t *packed = NULL;
-    if (mxfp8 && (c == NULL || !em(c) || hidden % NCCLX_REF_MXFP8_BLOCK != 0)) {
+    if (c == NULL || !em(c) || hidden % NCCLX_REF_MXFP8_BLOCK != 0) {
         fprintf(stderr, "%s: an EXPERT_MAJOR case and hidden %% %u == 0, please\n", who,
                 NCCLX_REF_MXFP8_BLOCK);
         return -1;
@@ -438,22 +502,20 @@ static int combine(const char *who, const ncclx_ht_ref_case_t *c,
     if (inv == NULL) {
         return -1;
     }
-    if (mxfp8) {
-        partial = malloc((size_t)hidden * sizeof(float));
-        packed = malloc(ncclx_ref_mxfp8_row_bytes(hidden));
-        if (partial == NULL || packed == NULL) {
-            fprintf(stderr, "%s: no memory\n", who);
-            free(partial);
-            free(packed);
-            free(inv);
-            return -1;
-        }
+    partial = malloc((size_t)hidden * sizeof(float));
+    packed = malloc(ncclx_ref_mxfp8_row_bytes(hidden));
+    if (partial == NULL || packed == NULL) {
+        fprintf(stderr, "%s: no memory\n", who);
+        free(partial);
+        free(packed);
+        free(inv);
+        return -1;
     }
     rt = &routing[rank];
     for (size_t i = 0; i < (size_t)rt->num_tokens * hidden; i++) {
         out[i] = 0.0f;
     }
-    /* Destinations outermost: each token still gets its rows in (rank, expert) order. */
+    /* Destinations outermost: each token still gets its partials in rank order. */
     for (uint32_t j = 0; j < c->ranks; j++) {
         if (invert_layout(c, &layouts[j], rank, rt->num_tokens, inv) != 0 ||
             (layouts[j].rows > 0 && expert_out[j] == NULL)) {
@@ -475,15 +537,65 @@ int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routin
                          const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
                          uint32_t hidden, uint32_t rank, float *out)
 {
-    return combine("ncclx_ht_ref_combine", c, routing, layouts, expert_out, hidden, rank, 0, out);
+    static const char who[] = "ncclx_ht_ref_combine";
+    int32_t *inv = combine_setup(who, c, routing, layouts, expert_out, rank, out), *all;
+    tree_t x;
+    uint32_t P = 1, depth = 0;
+    if (inv == NULL) {
+        return -1;
+    }
+    while (P < c->ranks) {
+        P *= 2;
+        depth++;
+    }
+    /* Every destination's inverse map at once (one tree per token reads them all), and one
+     * buffer per level below the root (at least one float: malloc(0) may return NULL). */
+    all = malloc((size_t)c->ranks * inverse_size(c) * sizeof(int32_t));
+    x = (tree_t){c,
+                 &routing[rank],
+                 all,
+                 expert_out,
+                 hidden,
+                 0,
+                 malloc(((size_t)depth * hidden + 1) * sizeof(float))};
+    if (all == NULL || x.levels == NULL) {
+        fprintf(stderr, "%s: no memory\n", who);
+        free(x.levels);
+        free(all);
+        free(inv);
+        return -1;
+    }
+    for (uint32_t j = 0; j < c->ranks; j++) {
+        if (invert_layout(c, &layouts[j], rank, x.rt->num_tokens, inv) != 0 ||
+            (layouts[j].rows > 0 && expert_out[j] == NULL)) {
+            fprintf(stderr, "%s: layouts[%u] or expert_out[%u]: not of this case\n", who, j, j);
+            free(x.levels);
+            free(all);
+            free(inv);
+            return -1;
+        }
+        memcpy(all + (size_t)j * inverse_size(c), inv, inverse_size(c) * sizeof(int32_t));
+    }
+    for (x.t = 0; x.t < x.rt->num_tokens; x.t++) {
+        float *dst = &out[(size_t)x.t * hidden];
+        if (!tree_node(&x, 0, P, 0, dst)) {
+            for (uint32_t h = 0; h < hidden; h++) {
+                dst[h] = 0.0f; /* no kept row anywhere: +0.0f */
+            }
+        }
+    }
+    free(x.levels);
+    free(all);
+    free(inv);
+    return 0;
 }
 
 int ncclx_ht_ref_combine_mxfp8(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
                                const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,
                                uint32_t hidden, uint32_t rank, float *out)
 {
-    return combine("ncclx_ht_ref_combine_mxfp8", c, routing, layouts, expert_out, hidden, rank, 1,
-                   out);
+    return combine_mxfp8("ncclx_ht_ref_combine_mxfp8", c, routing, layouts, expert_out, hidden,
+                         rank, out);
 }
 
 /* Entry k's gradient from destination j (0.0f when it has none there). */

@@ -15,8 +15,8 @@
  *    hitting e gets row base_e + i; an expert's padded count is its count rounded up to the
  *    alignment (0 stays 0).  Rows >= S are dropped (not delivered) under either overflow
  *    policy; `overflow` says that some were (TRAP must report it).
- *  - Combine sums, in IEEE single from 0.0f, each kept row of the token in (destination rank,
- *    expert) ascending order: the GPU result is bitwise equal before rounding to the dtype.
+ *  - Combine (not MXFP8) sums in IEEE single over a binary tree of ranks (see
+ *    ncclx_ht_ref_combine): the GPU result is bitwise equal before rounding to the dtype.
  */
 #ifndef NCCLX_TEST_EP_HT_REF_H_
 #define NCCLX_TEST_EP_HT_REF_H_
@@ -94,11 +94,21 @@ int ncclx_ht_ref_route(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_
                        uint32_t rank, ncclx_ht_ref_layout_t *out);
 
 /**
- * Forward (and backward) combine of rank `rank`: out[t, h] for t < routing[rank].num_tokens
- * = 0.0f plus, in float, expert_out[j][row, h] for each kept row of token t on rank j, in
- * ascending j (EXPERT_MAJOR: ascending expert).  layouts[0 .. R-1] are every rank's layouts
- * from ncclx_ht_ref_route; expert_out[j] is rank j's [S, hidden] expert output (rows past
- * layouts[j].rows are not read).  0 on success; -1 on bad arguments or no memory.
+ * Forward (and backward) combine of rank `rank`, in IEEE single (float; no double, no fused
+ * multiply-add), for t < routing[rank].num_tokens and each h:
+ *  - leaf(j), for a destination rank j holding >= 1 kept (not dropped) row of token t: acc =
+ *    0.0f, then acc += expert_out[j][row, h] for each kept row of t on j in ascending expert
+ *    id (FLAT: its one row).  A rank holding no kept row of t has no leaf (ABSENT).
+ *  - P = the smallest power of two >= R.  T(lo, hi) over ranks [lo, hi), hi - lo a power of
+ *    two and lo a multiple of it: if hi - lo == 1, leaf(lo) or ABSENT (always for lo >= R);
+ *    else with mid = (lo + hi) / 2, a = T(lo, mid) and b = T(mid, hi): ABSENT if both are,
+ *    the present one if one is (absent + x = x, not 0.0f + x), else a + b.
+ *  - out[t, h] = T(0, P), or +0.0f when ABSENT.
+ * Every aligned power-of-two block of ranks (a node of a hierarchical team) is thus a subtree,
+ * whose partial sum computed elsewhere in float is the same bits.  A leaf is never -0.0f
+ * (0.0f + -0.0f = +0.0f).  The caller rounds out to the dtype.  layouts[0 .. R-1] are every
+ * rank's layouts from ncclx_ht_ref_route; expert_out[j] is rank j's [S, hidden] expert output
+ * (rows past layouts[j].rows are not read).  0 on success; -1 on bad arguments or no memory.
  */
 int ncclx_ht_ref_combine(const ncclx_ht_ref_case_t *c, const ncclx_ht_ref_routing_t *routing,
                          const ncclx_ht_ref_layout_t *layouts, const float *const *expert_out,

@@ -6,11 +6,12 @@
  * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
  * good value is still accepted, so that an over-strict check fails as well.
  *
- * What this release does not implement (an HT group or M2N staging on a team spanning several
- * load/store domains) is checked all the same, and a plan whose fields are all valid but that
- * asks for it is refused with ncclxUnsupported (after every field check, so a bad field is
- * still named first).  An HT group inside one load/store team validates like an LL group, and
- * M2N staging there has its own rules (test_m2n_plan_rules).
+ * What this release does not implement (on a team spanning several load/store domains: the
+ * MXFP8 combine, or HT on domains whose size is not a power of two) is checked all the same, and
+ * a plan whose fields are all valid but that asks for it is refused with ncclxUnsupported (after
+ * every field check, so a bad field is still named first; test_ht_across_domains_rules).  An HT
+ * group validates like an LL group on one load/store team or several, and M2N staging has its
+ * own rules (test_m2n_plan_rules).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,28 +243,17 @@ static void make_fixture(fixture_t *f, uint32_t num_groups, base_t first, base_t
     f->team.lsa_size = 8;
 }
 
-#define NOT_IMPLEMENTED "is not implemented in this release"
+/* The two refusals of HT across load/store domains (ncclxUnsupported). */
+#define MXFP8_ACROSS                                                                            \
+    "the MXFP8 combine (NCCLX_EP_RECIPE_MXFP8) runs inside one load/store domain only in this " \
+    "release"
+#define LSA_NOT_POW2 "is not a power of two: HT across load/store domains"
 
-/* A plan whose fields are all valid: accepted, or refused as not implemented when it holds an
- * HT group (the group named) or M2N staging on a team of several load/store domains.  A NULL
+/* A plan whose fields are all valid, on one load/store team or several (the bases hold no
+ * MXFP8 combine, and every lsa_size dividing 8 ranks is a power of two): accepted.  A NULL
  * team is 1 rank: one load/store team. */
 static void assert_plan_valid(const fixture_t *f, const ncclxTeam_t *team)
 {
-    char needle[96];
-    const int one_lsa_team = team == NULL || team->lsa_size == team->num_ranks;
-    for (uint32_t i = 0; i < f->plan.num_ep_groups; i++) {
-        if (f->groups[i].algorithm != NCCLX_EP_ALGO_HT) {
-            continue;
-        }
-        if (one_lsa_team) {
-            continue;
-        }
-        snprintf(needle, sizeof(needle),
-                 "plan.ep_groups[%u]->algorithm=NCCLX_EP_ALGO_HT on a team of", i);
-        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, needle);
-        assert_ncclx_error(ncclxPlanValidate(&f->plan, team), ncclxUnsupported, NOT_IMPLEMENTED);
-        return;
-    }
     assert_ncclx_ok(ncclxPlanValidate(&f->plan, team));
 }
 
@@ -338,9 +328,6 @@ static void test_valid_plans(void **state)
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
-/* What this release still refuses (an HT group across load/store domains, M2N staging): refused by
- * every public entry point, naming the field, once the plan is otherwise valid; nothing is sized.
- */
 /* The MXFP8 combine on an HT group: accepted with expert-major BF16 rows, a dispatch recipe
  * and hidden % 32 == 0; each missing piece refused, naming its field; sized like any HT group
  * plus each handle's row links (S int32 + S bytes, 16-byte aligned pieces). */
@@ -384,7 +371,12 @@ static void test_mxfp8_plan_rules(void **state)
                        "the MXFP8 combine takes BF16 expert outputs");
 }
 
-static void test_unimplemented_refused(void **state)
+/* HT across load/store domains (hierarchical: a token crosses the network once per destination
+ * node, docs/ep-ht.md): valid and sized on any team (its network regions: test_plan_sizes.c),
+ * next to LL groups and M2N staging.  Refused there with ncclxUnsupported, once every field is
+ * valid, by every public entry point, sizing nothing: the MXFP8 combine (naming the group's
+ * recipes) and domains whose size is not a power of two (naming team.lsa_size). */
+static void test_ht_across_domains_rules(void **state)
 {
     fixture_t f;
     ncclxPlanSizes_t sizes = NCCLX_PLAN_SIZES_INIT;
@@ -393,43 +385,90 @@ static void test_unimplemented_refused(void **state)
     FILE *out;
     (void)state;
     memcpy(&before, &sizes, sizeof(before));
-    /* HT on 8 ranks of which only 4 reach each other by load/store. */
+    /* HT on 8 ranks of which 4 reach each other by load/store: valid and sized. */
     make_fixture(&f, 1, BASE_HT, BASE_HT);
     f.team.lsa_size = 4;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of 8 ranks of "
-                       "which 4 reach each other by load/store");
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported, NOT_IMPLEMENTED);
-    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of");
-    assert_memory_equal(&before, &sizes, sizeof(sizes));
-    out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
-    assert_ncclx_error(ncclxPlanPrint(&f.plan, &f.team, out), ncclxUnsupported, NOT_IMPLEMENTED);
-    fclose(out);
-    assert_null(strstr(buf, "symmetric")); /* no region printed */
-    /* Two nodes of 8, load/store only inside a node; an LL group there is fine. */
-    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    assert_true(sizes.total[NCCLX_MEM_SYMMETRIC] > 0);
+    sizes = before;
+    /* Two nodes of 8; 8 domains of one rank; the HT group second, next to an LL group. */
     f.team.num_ranks = 16;
     f.team.num_nodes = 2;
     f.team.lsa_size = 8;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of 16 ranks of "
-                       "which 8");
-    make_ll(&f.groups[0]);
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-    /* The HT group is named wherever it is. */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.lsa_size = 1;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
     make_fixture(&f, 2, BASE_LL, BASE_HT);
     f.team.lsa_size = 2;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+
+    /* The MXFP8 combine across domains: refused, naming the group's recipes (wherever the group
+     * is); every entry point alike, nothing sized or printed.  On one domain it is valid. */
+    f.groups[1].recipes |= NCCLX_EP_RECIPE_MXFP8;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT on a team of 8 ranks of "
-                       "which 2");
-    /* A bad field anywhere is reported before the refusal, in either order of the groups. */
+                       "plan.ep_groups[1]->recipes=0xb: " MXFP8_ACROSS);
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "its packed partials are per rank, while the network hop carries one FP32 "
+                       "partial per node");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "the team has 8 ranks of which 2 reach each other by load/store");
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       MXFP8_ACROSS);
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_error(ncclxPlanPrint(&f.plan, &f.team, out), ncclxUnsupported, MXFP8_ACROSS);
+    fclose(out);
+    assert_null(strstr(buf, "symmetric")); /* no region printed */
+    f.team.lsa_size = 8;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* The HT group first; a bad field anywhere is reported before the refusal. */
     make_fixture(&f, 2, BASE_HT, BASE_LL);
+    f.groups[0].recipes |= NCCLX_EP_RECIPE_MXFP8;
     f.team.lsa_size = 4;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "plan.ep_groups[0]->recipes=0xb: " MXFP8_ACROSS);
     f.groups[1].num_handles = 0;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.ep_groups[1]->num_handles=0");
+
+    /* Domains that are not a power of two: 12 ranks (96 experts, 8 per rank) in 2 domains of 6
+     * and 4 of 3 are refused for an HT group, naming team.lsa_size; 12 ranks in one domain, and
+     * an LL group on 2 of 6, are valid. */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.groups[0].num_experts = 96;
+    f.team.num_ranks = 12;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 6;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "team.lsa_size=6 " LSA_NOT_POW2 " (plan.ep_groups[0], 12 ranks)");
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "as one subtree of a binary tree over ranks, so nodes must be aligned "
+                       "power-of-two blocks");
+    assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
+                       "team.lsa_size=6 " LSA_NOT_POW2);
+    assert_memory_equal(&before, &sizes, sizeof(sizes));
+    /* With the MXFP8 combine besides, the team is named first. */
+    f.groups[0].recipes |= NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "team.lsa_size=6 " LSA_NOT_POW2);
+    f.groups[0].recipes &= ~NCCLX_EP_RECIPE_MXFP8;
+    f.team.num_nodes = 4;
+    f.team.lsa_size = 3;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
+                       "team.lsa_size=3 " LSA_NOT_POW2);
+    f.team.num_nodes = 1;
+    f.team.lsa_size = 12;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes));
+    sizes = before;
+    make_ll(&f.groups[0]);
+    f.groups[0].num_experts = 96;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 6;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 
     /* M2N staging on 16 ranks of which 8 reach each other by load/store (two nodes), with or
      * without EP groups: M2N crosses domains through the network transport, so the plan is
@@ -445,19 +484,18 @@ static void test_unimplemented_refused(void **state)
     sizes = before;
     f.plan.num_ep_groups = 0;
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
-    /* The HT group is refused first; a staging too small is an invalid argument first. */
+    /* With an HT group too; a staging too small is an invalid argument. */
     make_fixture(&f, 1, BASE_HT, BASE_HT);
     f.team.lsa_size = 4;
     f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxUnsupported,
-                       "plan.ep_groups[0]->algorithm=NCCLX_EP_ALGO_HT on a team of");
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
     f.plan.m2n_staging_bytes = 1;
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
                        "plan.m2n_staging_bytes=1: a team of 8 ranks needs at least 131072");
-    /* Without staging, the LL group on that team is fine. */
-    make_ll(&f.groups[0]);
-    f.plan.m2n_staging_bytes = 0;
-    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* ... also before an HT refusal. */
+    f.groups[0].recipes |= NCCLX_EP_RECIPE_MXFP8;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.m2n_staging_bytes=1");
     /* A bad team is still an invalid argument. */
     f.plan.m2n_staging_bytes = 8 * NCCLX_M2N_MIN_STAGING_PER_RANK;
     f.team.lsa_size = 3;
@@ -707,10 +745,13 @@ static void test_sizes_untouched_on_error(void **state)
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxInvalidArgument,
                        "team.lsa_size");
     assert_memory_equal(&before, &sizes, sizeof(sizes));
-    /* A valid team of several load/store domains: the HT group is refused, untouched too. */
+    /* A valid team of several load/store domains: the MXFP8 combine there is refused,
+     * untouched too. */
+    f.groups[1].layouts = EXPERT;
+    f.groups[1].recipes |= NCCLX_EP_RECIPE_MXFP8;
     f.team.lsa_size = 4;
     assert_ncclx_error(ncclxPlanComputeSizes(&f.plan, &f.team, &sizes), ncclxUnsupported,
-                       "plan.ep_groups[1]->algorithm=NCCLX_EP_ALGO_HT on a team of");
+                       "plan.ep_groups[1]->recipes=0xb: " MXFP8_ACROSS);
     assert_memory_equal(&before, &sizes, sizeof(sizes));
     /* One load/store team: the plan (LL + HT) is sized and the struct written. */
     f.team.lsa_size = 8;
@@ -723,7 +764,7 @@ int main(void)
     const struct CMUnitTest fixed[] = {
         cmocka_unit_test(test_quant_fwd_bounds_ll),
         cmocka_unit_test(test_valid_plans),
-        cmocka_unit_test(test_unimplemented_refused),
+        cmocka_unit_test(test_ht_across_domains_rules),
         cmocka_unit_test(test_m2n_plan_rules),
         cmocka_unit_test(test_mxfp8_plan_rules),
         cmocka_unit_test(test_second_group_named),

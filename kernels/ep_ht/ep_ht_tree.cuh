@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * The summation order of every HT combine but MXFP8's (docs/ep-ht.md, "Summation order"): a
+ * binary tree over ranks.  A token's rows on one rank are a leaf, summed in FP32 from 0.0f in
+ * ascending expert; leaves meet in the tree over positions [0, P), P the power of two >= R, an
+ * absent leaf or subtree adding nothing; the root is rounded once.  Each aligned power-of-two
+ * block of ranks is a subtree, so a node's partial summed on its relay (ep_ht_net.cu) and sent
+ * as FP32 gives the same bits as the same rows summed here: the result does not depend on how
+ * the team is cut into load/store domains.
+ *
+ * A warp sums one token: its sources (rows in the token's dtype, or FP32 node partials) go to a
+ * TreeWarp in ascending position, lane 0 turns the positions into a merge schedule (tree_plan),
+ * then each lane runs the schedule over its 4-element columns with a stack of partial sums kept
+ * in registers (depth: levels of the tree, a template argument chosen from R at launch).
+ */
+#ifndef NCCLX_KERNELS_EP_HT_TREE_CUH_
+#define NCCLX_KERNELS_EP_HT_TREE_CUH_
+
+#include "ep_ht_common.cuh"
+
+namespace ncclx
+{
+namespace ht
+{
+
+constexpr int kTreeSources = 32; // a token's sources: its top-k rows at most (K <= 32)
+constexpr int kTreeColumns = 4;  // elements a lane sums per step
+
+// One warp's token: sources in ascending position.  Consecutive row sources of one position
+// are one leaf; a partial is a leaf of its own (a whole node's subtree).
+struct TreeWarp {
+    const char *src[kTreeSources];
+    int pos[kTreeSources];
+    unsigned char partial[kTreeSources];
+    unsigned char pops[kTreeSources]; // merges before the leaf that starts here is pushed
+    int ends;                         // merges after the last leaf
+};
+
+__device__ __forceinline__ bool tree_same_leaf(const TreeWarp &w, int i)
+{
+    return i > 0 && w.pos[i] == w.pos[i - 1] && !w.partial[i] && !w.partial[i - 1];
+}
+
+// Lane 0: the merge schedule of n sources.  Two consecutive leaves at positions a < b meet at
+// level msb(a ^ b); a pending sum on the stack is merged with the one above it before a leaf
+// whose level is higher, which evaluates the tree left to right.
+__device__ __forceinline__ void tree_plan(TreeWarp &w, int n)
+{
+    int levels[kTreeSources];
+    int depth = 0, prev = -1;
+    for (int i = 0; i < n; i++) {
+        if (tree_same_leaf(w, i)) {
+            w.pops[i] = 0;
+            continue;
+        }
+        int pops = 0;
+        if (prev >= 0) {
+            const int level = 31 - __clz(prev ^ w.pos[i]);
+            while (depth > 0 && levels[depth - 1] < level) {
+                depth--;
+                pops++;
+            }
+            levels[depth++] = level;
+        }
+        prev = w.pos[i];
+        w.pops[i] = (unsigned char)pops;
+    }
+    w.ends = depth;
+}
+
+// A stack of 4-wide partial sums in registers: every access is unrolled over the depth (an
+// indexed register array would live in local memory).
+template <int kDepth> struct TreeStack {
+    float v[kDepth][kTreeColumns];
+    int top = 0;
+
+    __device__ __forceinline__ void push(const float (&x)[kTreeColumns])
+    {
+#pragma unroll
+        for (int d = 0; d < kDepth; d++) {
+            if (d == top) {
+#pragma unroll
+                for (int c = 0; c < kTreeColumns; c++) {
+                    v[d][c] = x[c];
+                }
+            }
+        }
+        top++;
+    }
+
+    // The two sums on top become their sum (left + right).
+    __device__ __forceinline__ void merge()
+    {
+        float right[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int d = 1; d < kDepth; d++) {
+            if (d == top - 1) {
+#pragma unroll
+                for (int c = 0; c < kTreeColumns; c++) {
+                    right[c] = v[d][c];
+                }
+            }
+        }
+#pragma unroll
+        for (int d = 0; d + 1 < kDepth; d++) {
+            if (d == top - 2) {
+#pragma unroll
+                for (int c = 0; c < kTreeColumns; c++) {
+                    v[d][c] = v[d][c] + right[c];
+                }
+            }
+        }
+        top--;
+    }
+};
+
+// 4 elements of a row in the token's dtype, added to acc in order.
+template <int kDtype>
+__device__ __forceinline__ void tree_add_row(float (&acc)[kTreeColumns], const char *row,
+                                             size_t elem)
+{
+    if (kDtype == kFp32) {
+        const float4 f = *reinterpret_cast<const float4 *>(row + elem * 4);
+        acc[0] += f.x;
+        acc[1] += f.y;
+        acc[2] += f.z;
+        acc[3] += f.w;
+    } else {
+        const uint2 u = *reinterpret_cast<const uint2 *>(row + elem * 2);
+        float2 lo, hi;
+        if (kDtype == kBf16) {
+            lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
+            hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
+        } else {
+            lo = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
+            hi = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
+        }
+        acc[0] += lo.x;
+        acc[1] += lo.y;
+        acc[2] += hi.x;
+        acc[3] += hi.y;
+    }
+}
+
+// Elements [elem, elem + 4) of the token's sum over the n sources of w (tree_plan done): false
+// when there is no source (the caller writes zeros).
+template <int kDtype, int kDepth>
+__device__ __forceinline__ bool tree_sum(const TreeWarp &w, int n, size_t elem,
+                                         float (&out)[kTreeColumns])
+{
+    TreeStack<kDepth> stack;
+    for (int i = 0; i < n;) {
+        for (int m = 0; m < w.pops[i]; m++) {
+            stack.merge();
+        }
+        float acc[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (w.partial[i]) {
+            const float4 f = *reinterpret_cast<const float4 *>(w.src[i] + elem * 4);
+            acc[0] = f.x;
+            acc[1] = f.y;
+            acc[2] = f.z;
+            acc[3] = f.w;
+            i++;
+        } else {
+            do {
+                tree_add_row<kDtype>(acc, w.src[i], elem);
+                i++;
+            } while (i < n && tree_same_leaf(w, i));
+        }
+        stack.push(acc);
+    }
+    for (int m = 0; m < w.ends; m++) {
+        stack.merge();
+    }
+    if (stack.top == 0) {
+        return false;
+    }
+#pragma unroll
+    for (int c = 0; c < kTreeColumns; c++) {
+        out[c] = stack.v[0][c];
+    }
+    return true;
+}
+
+// Levels a stack needs for R ranks: log2(P) + 1, P the power of two >= R.
+__host__ __device__ __forceinline__ int tree_levels(int ranks)
+{
+    int levels = 1;
+    while ((1 << (levels - 1)) < ranks) {
+        levels++;
+    }
+    return levels;
+}
+
+} // namespace ht
+} // namespace ncclx
+
+#endif /* NCCLX_KERNELS_EP_HT_TREE_CUH_ */
