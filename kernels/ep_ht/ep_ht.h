@@ -49,7 +49,8 @@ extern "C" {
  * step signal would hold); id = net_signal_base + kind * R + the sender. */
 #define NCCLX_EP_HT_NET_MAP_PUBLISHED 0 /* a remote rank's map of update n is in my copy */
 #define NCCLX_EP_HT_NET_MAP_READ      1 /* a remote rank has read my map of update n */
-#define NCCLX_EP_HT_NET_RELAY_FILLED  2 /* a rail source's rows of dispatch n are in my relay rows \
+#define NCCLX_EP_HT_NET_RELAY_FILLED                                                               \
+    2                                   /* a rail source's rows of dispatch n are in my relay rows \
                                          */
 #define NCCLX_EP_HT_NET_RELAY_FREE    3 /* my relay on a node has forwarded my rows of dispatch n */
 #define NCCLX_EP_HT_NET_PARTIAL_READY 4 /* a relay's node partials of combine n are in mine */
@@ -132,9 +133,9 @@ typedef struct {
     int net_signal_base;
     size_t net_maps;        /* [R][T][W]: remote rank s's routing map in slot s */
     size_t net_stage;       /* [T][relay_row_bytes]: this rank's tokens packed once */
-    size_t net_relay;       /* [nodes][T][relay_row_bytes]: rail sources' tokens, by node */
-    size_t net_partial_out; /* [nodes][T][partial_bytes]: node partials for rail sources */
-    size_t net_partial_in;  /* [nodes][T][partial_bytes]: node partials of my tokens, by node */
+    size_t net_relay;       /* [nodes - 1][T][relay_row_bytes]: rail sources' tokens, by node */
+    size_t net_partial_out; /* [nodes - 1][T][partial_bytes]: node partials for rail sources */
+    size_t net_partial_in;  /* [nodes - 1][T][partial_bytes]: node partials of my tokens */
     size_t net_words;       /* [2][R] uint64 (NCCLX_EP_HT_NET_WORD_*) */
     size_t relay_row_bytes; /* token row, scale row (8-aligned), then K {expert, weight} */
     size_t partial_bytes;   /* H floats, then K floats (backward weight gradients) */
@@ -171,7 +172,8 @@ typedef struct {
      * combine sums a token's rows here before quantizing them once. */
     int32_t *em_next; /* [S]: the token's next row here, -1 after its last (real rows only) */
     uint8_t *em_head; /* [S]: 1 on the token's first row here, 0 elsewhere (pads too) */
-    /* Across load/store domains (else NULL): [nodes][T][K] {row, expert}: the q-th expert
+    /* Across load/store domains (else NULL): [nodes - 1][T][K] {row, expert}, slot = the other
+     * node (ep_ht_common.cuh, node_slot): the q-th expert
      * (ascending) of the rail source on node n's token t among this rank's node's experts, and
      * its row at the expert's rank (FLAT: the token's row there; -1: dropped); expert -1 ends. */
     int2 *relay;

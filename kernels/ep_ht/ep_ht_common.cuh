@@ -58,6 +58,13 @@ __device__ __forceinline__ int my_node(const ncclx_ep_ht_group_desc_t &g)
     return g.lsa_base / g.lsa;
 }
 
+// The slot of node n's relay rows, partials and relay entries at a rank of node viewer (n !=
+// viewer): one per other node.
+__device__ __forceinline__ int node_slot(int viewer, int n)
+{
+    return n < viewer ? n : n - 1;
+}
+
 __device__ __forceinline__ int net_signal_id(const ncclx_ep_ht_group_desc_t &g, int kind,
                                              int sender)
 {

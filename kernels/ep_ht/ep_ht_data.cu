@@ -91,9 +91,11 @@ __device__ __forceinline__ void push_remote(const ncclx_ep_ht_group_desc_t &g,
     __threadfence_system(); // the packed token before the network reads it
     __syncwarp();
     const size_t bytes = meta + (size_t)K * sizeof(Meta);
-    const size_t dst = g.net_relay + ((size_t)my_node(g) * g.max_tokens + t) * g.relay_row_bytes;
     while (rest != 0) {
         const int n = __shfl_sync(0xffffffffu, en.rank, __ffs(rest) - 1) / g.lsa;
+        // This node's slot at the relay on node n.
+        const size_t dst =
+            g.net_relay + ((size_t)node_slot(n, my_node(g)) * g.max_tokens + t) * g.relay_row_bytes;
         net_put_warp(g.net, rail_peer(g, n), dst, g.net_stage + (size_t)t * g.relay_row_bytes,
                      bytes, lane);
         rest &= ~__ballot_sync(0xffffffffu, kept_remote && en.rank / g.lsa == n);
@@ -486,9 +488,11 @@ __global__ void __launch_bounds__(kThreads, 2)
             for (unsigned rest = sources_mask; rest != 0; rest &= rest - 1) {
                 position += __shfl_sync(0xffffffffu, en.expert, __ffs(rest) - 1) < en.expert;
             }
-            const char *partial = remote ? self + g.net_partial_in +
-                                               ((size_t)node * g.max_tokens + t) * g.partial_bytes
-                                         : nullptr;
+            const char *partial =
+                remote
+                    ? self + g.net_partial_in +
+                          ((size_t)node_slot(my_node(g), node) * g.max_tokens + t) * g.partial_bytes
+                    : nullptr;
             char *base = en.expert >= 0 && !remote ? peer_base(g, en.rank) : nullptr;
             if (source) {
                 tw.src[position] = remote ? partial

@@ -33,8 +33,9 @@ __device__ __forceinline__ int2 relay_entry(const ncclx_ep_ht_handle_desc_t &h,
                                             const ncclx_ep_ht_group_desc_t &g, int n, int t,
                                             int lane)
 {
-    return lane < h.topk ? h.relay[((size_t)n * g.max_tokens + t) * h.topk + lane]
-                         : make_int2(-1, -1);
+    return lane < h.topk
+               ? h.relay[((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * h.topk + lane]
+               : make_int2(-1, -1);
 }
 
 // The lane's entry (row, expert) among the token's entries on this domain: its rank, its order
@@ -98,7 +99,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             continue; // no kept row of this token here: the source put nothing
         }
         const RelayEntry r = relay_view(g, h, e);
-        const char *src = self + g.net_relay + ((size_t)n * g.max_tokens + t) * g.relay_row_bytes;
+        const char *src = self + g.net_relay +
+                          ((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * g.relay_row_bytes;
         // The entry's weight: the source's entry of the same expert.
         const Meta mine =
             lane < K ? reinterpret_cast<const Meta *>(src + meta)[lane] : Meta{-1, 0.0f};
@@ -199,7 +201,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             tree_plan(tw, count);
         }
         __syncwarp();
-        const size_t out_off = g.net_partial_out + ((size_t)n * g.max_tokens + t) * g.partial_bytes;
+        const size_t out_off =
+            g.net_partial_out +
+            ((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * g.partial_bytes;
         float *out = reinterpret_cast<float *>(self + out_off);
         for (int c = lane * kTreeColumns; c < g.hidden; c += kWarpSize * kTreeColumns) {
             float v[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -220,7 +224,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         __threadfence_system(); // the partial before the network reads it
         __syncwarp();
         net_put_warp(g.net, rail_peer(g, n),
-                     g.net_partial_in + ((size_t)my_node(g) * g.max_tokens + t) * g.partial_bytes,
+                     g.net_partial_in +
+                         ((size_t)node_slot(n, my_node(g)) * g.max_tokens + t) * g.partial_bytes,
                      out_off, bytes, lane);
     }
     net_flush_warp(g.net, lane);

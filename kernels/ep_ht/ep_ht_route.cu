@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     if (h.relay != nullptr) {
         // Every relay entry starts as none; the scan fills the rail sources' (ep_ht_rows.cu).
-        const long long entries = (long long)g.nodes * g.max_tokens * h.topk;
+        const long long entries = (long long)(g.nodes - 1) * g.max_tokens * h.topk;
         for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < entries;
              i += (long long)gridDim.x * blockDim.x) {
             h.relay[i] = make_int2(-1, -1);

@@ -155,7 +155,7 @@ __device__ void relay_scan_rank(const ncclx_ep_ht_group_desc_t &g,
         const unsigned hits = __ballot_sync(0xffffffffu, hit);
         const long long mine = row + __popc(hits & lanemask_lt());
         if (hit) {
-            int2 *entry = h.relay + ((size_t)n * g.max_tokens + t) * h.topk;
+            int2 *entry = h.relay + ((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * h.topk;
             const int kept = mine < g.recv_slots ? (int)mine : -1;
             for (int e = j * L; e < (j + 1) * L; e++) {
                 if (row_has(r, e)) {
@@ -190,7 +190,7 @@ __device__ void relay_scan_expert(const ncclx_ep_ht_group_desc_t &g,
             const long long mine = row + __popc(hits & lanemask_lt());
             const int q = node_order(r, lo, e);
             if (q < h.topk) {
-                h.relay[((size_t)n * g.max_tokens + t) * h.topk + q] =
+                h.relay[((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * h.topk + q] =
                     make_int2(mine < g.recv_slots ? (int)mine : -1, e);
             }
         }

@@ -77,9 +77,11 @@ void ncclx_ep_ht_handle_layout(const ncclx_ep_dims_t *d, ncclx_ep_ht_handle_layo
     h->em_next = d->mxfp8_combine ? ncclx_handle_piece(&cursor, (size_t)d->recv_slots * 4) : 0;
     h->em_head = d->mxfp8_combine ? ncclx_handle_piece(&cursor, d->recv_slots) : 0;
     /* Across load/store domains: the relay entries of the rail sources' tokens on this rank's
-     * node, [nodes][T][K] {int32 row, int32 expert} (kernels/ep_ht/ep_ht.h). */
-    h->relay =
-        d->nodes > 1 ? ncclx_handle_piece(&cursor, (size_t)d->nodes * d->tokens * d->topk * 8) : 0;
+     * node, [nodes - 1][T][K] {int32 row, int32 expert}, by other node (kernels/ep_ht/ep_ht.h).
+     */
+    h->relay = d->nodes > 1
+                   ? ncclx_handle_piece(&cursor, (size_t)(d->nodes - 1) * d->tokens * d->topk * 8)
+                   : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 

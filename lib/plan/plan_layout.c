@@ -131,7 +131,8 @@ static ncclxResult_t ncclx_layout_ep_ht_net(ncclx_layout_t *layout, int gi, cons
                                             ncclx_ep_group_regions_t *r)
 {
     const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
-    const size_t ranks = on ? d->ranks : 0, nodes = on ? d->nodes : 0;
+    /* Relay rows and partials are kept per other node (the rank's own has none). */
+    const size_t ranks = on ? d->ranks : 0, others = on ? d->nodes - 1 : 0;
     size_t bytes;
     NCCLX_CHECK(ncclx_product(ranks, 1, ncclx_ep_ht_map_bytes(d, d->num_experts), "HT network maps",
                               gi, &bytes));
@@ -140,13 +141,13 @@ static ncclxResult_t ncclx_layout_ep_ht_net(ncclx_layout_t *layout, int gi, cons
     NCCLX_CHECK(ncclx_product(on, d->tokens, d->relay_row_bytes, "HT network staging", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network staging", bytes, 1,
                               &r->ht_net_stage));
-    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->relay_row_bytes, "HT relay rows", gi, &bytes));
+    NCCLX_CHECK(ncclx_product(others, d->tokens, d->relay_row_bytes, "HT relay rows", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT relay rows", bytes, 1,
                               &r->ht_net_relay));
-    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->partial_bytes, "HT partials out", gi, &bytes));
+    NCCLX_CHECK(ncclx_product(others, d->tokens, d->partial_bytes, "HT partials out", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials out", bytes, 1,
                               &r->ht_net_partial_out));
-    NCCLX_CHECK(ncclx_product(nodes, d->tokens, d->partial_bytes, "HT partials in", gi, &bytes));
+    NCCLX_CHECK(ncclx_product(others, d->tokens, d->partial_bytes, "HT partials in", gi, &bytes));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials in", bytes, 1,
                               &r->ht_net_partial_in));
     /* [0][s]: the dispatch word from s, [1][r]: the combine word from r. */

@@ -631,15 +631,15 @@ static ht_net_expect_t ht_net_expect(const ht_net_shape_t *x)
     e.partial = across ? a16((uint64_t)x->H * 4 + K * 4) : 0;
     e.maps = across * x->R * T * ((x->E + 31) / 32) * 4;
     e.stage = T * e.relay_row;
-    e.relay = across * nodes * T * e.relay_row;
-    e.partial_out = across * nodes * T * e.partial;
+    e.relay = across * (nodes - 1) * T * e.relay_row;
+    e.partial_out = across * (nodes - 1) * T * e.partial;
     e.partial_in = e.partial_out;
     e.words = across * 2 * x->R * 8;
     e.signals = across * 6 * x->R;
-    /* The one-domain handle, then the relay entries [nodes][T][K] {row, expert}. */
+    /* The one-domain handle, then the relay entries [nodes - 1][T][K] {row, expert}. */
     e.handle = 64 + a16(T * K * 4) + a16(T * x->R * 4) + a16(T * K * 4) + 16 + a16(L * 4) +
                a16((L + 1) * 4) + a16(L * 4) + a16(L * 4);
-    e.handle = a256(e.handle + (across ? a16(nodes * T * K * 8) : 0));
+    e.handle = a256(e.handle + (across ? a16((nodes - 1) * T * K * 8) : 0));
     return e;
 }
 
@@ -716,7 +716,7 @@ static void check_ht_net(const ht_net_shape_t *x, const ncclxEpGroupPlan_t *cons
     assert_int_equal(h.bytes, e.handle);
     if (d.nodes > 1) {
         assert_int_equal(h.relay % 16, 0);
-        assert_int_equal(a256(h.relay + (uint64_t)d.nodes * x->T * x->K * 8), e.handle);
+        assert_int_equal(a256(h.relay + (uint64_t)(d.nodes - 1) * x->T * x->K * 8), e.handle);
     } else {
         assert_int_equal(h.relay, 0);
     }
@@ -732,7 +732,7 @@ static void check_ht_net(const ht_net_shape_t *x, const ncclxEpGroupPlan_t *cons
 /* HT across load/store domains: each rank holds every remote rank's routing map, its own tokens
  * packed once as relay rows, the rows it relays for each source node, the FP32 node partials it
  * sums (by source node) and receives (by relay node), and 2 * R operation words; 6 * R network
- * signals; each handle the relay entries [nodes][T][K] of 8 bytes.  On one domain all of it is
+ * signals; each handle the relay entries [nodes - 1][T][K] of 8 bytes.  On one domain all of it is
  * 0 and the plan is byte for byte the one-domain plan (test_ht_deepseek_prefill_8_ranks). */
 static void test_ht_across_nodes(void **state)
 {
@@ -742,19 +742,20 @@ static void test_ht_across_nodes(void **state)
     /* DeepSeek-V3 prefill on 16 ranks in 2 nodes of 8 (T = 4096, K = 8, H = 7168, E = 256):
      *   relay row a16(14336 + 8 * 8) = 14400, partial a16(7168 * 4 + 8 * 4) = 28704;
      *   maps 16 * 4096 * 8 * 4 = 2097152, staging 4096 * 14400 = 58982400,
-     *   relay rows 2 * 4096 * 14400 = 117964800, partials out and in 2 * 4096 * 28704 =
-     *   235143168 each, words 2 * 16 * 8 = 256; 96 signals (4 contexts * 8 bytes each: 3072);
-     *   handle 524576 (one domain) + 2 * 4096 * 8 * 8 = 524288 -> 256-aligned 1049088. */
+     *   relay rows and partials for the 1 other node: relay rows 4096 * 14400 = 58982400,
+     *   partials out and in 4096 * 28704 = 117571584 each, words 2 * 16 * 8 = 256; 96 signals
+     *   (4 contexts * 8 bytes each: 3072); handle 524576 (one domain) + 4096 * 8 * 8 = 786720
+     *   -> 256-aligned 786944. */
     ht_net_shape_t x = {.R = 16, .A = 8, .T = 4096, .K = 8, .H = 7168, .E = 256};
     ht_net_expect_t e = ht_net_expect(&x);
     assert_int_equal(e.relay_row, 14400);
     assert_int_equal(e.partial, 28704);
     assert_int_equal(e.maps, 2097152);
     assert_int_equal(e.stage, 58982400);
-    assert_int_equal(e.relay, 117964800);
-    assert_int_equal(e.partial_out, 235143168);
+    assert_int_equal(e.relay, 58982400);
+    assert_int_equal(e.partial_out, 117571584);
     assert_int_equal(e.words, 256);
-    assert_int_equal(e.handle, 1049088);
+    assert_int_equal(e.handle, 786944);
     check_ht_net(&x, groups, 1, 0, 0, "R 16, 2 nodes of 8");
     {
         /* The symmetric total: the one-domain regions (1885471744 = the same 16 ranks in one
@@ -767,27 +768,27 @@ static void test_ht_across_nodes(void **state)
                          131072ull + 1024ull + 1879048192ull + 4194304ull + 2097152ull);
         assert_int_equal(inside.per_handle[NCCLX_MEM_DEVICE], 524800);
         assert_int_equal(across.total[NCCLX_MEM_SYMMETRIC],
-                         1885471744ull + 2097152ull + 58982400ull + 117964800ull +
-                             2 * 235143168ull + 256ull + 96ull * 4 * 8);
-        assert_int_equal(across.total[NCCLX_MEM_SYMMETRIC], 2534805760ull);
+                         1885471744ull + 2097152ull + 58982400ull + 58982400ull + 2 * 117571584ull +
+                             256ull + 96ull * 4 * 8);
+        assert_int_equal(across.total[NCCLX_MEM_SYMMETRIC], 2240680192ull);
     }
-    /* 8 ranks in 4 nodes of 2: relay rows and partials for 4 nodes; maps 8 * 4096 * 32 =
-     * 1048576, staging 58982400, relay rows 4 * 58982400 = 235929600, partials 4 * 4096 *
-     * 28704 = 470286336 each, words 128; 48 signals; handle 393824 + 4 * 4096 * 64 = 1442400 ->
-     * 1442560. */
+    /* 8 ranks in 4 nodes of 2: relay rows and partials for the 3 other nodes; maps 8 * 4096 *
+     * 32 = 1048576, staging 58982400, relay rows 3 * 58982400 = 176947200, partials 3 * 4096 *
+     * 28704 = 352714752 each, words 128; 48 signals; handle 393824 + 3 * 4096 * 64 = 1180256 ->
+     * 1180416. */
     x = (ht_net_shape_t){.R = 8, .A = 2, .T = 4096, .K = 8, .H = 7168, .E = 256};
     e = ht_net_expect(&x);
     assert_int_equal(e.maps, 1048576);
-    assert_int_equal(e.relay, 235929600);
-    assert_int_equal(e.partial_in, 470286336);
+    assert_int_equal(e.relay, 176947200);
+    assert_int_equal(e.partial_in, 352714752);
     assert_int_equal(e.words, 128);
-    assert_int_equal(e.handle, 1442560);
+    assert_int_equal(e.handle, 1180416);
     check_ht_net(&x, groups, 1, 0, 0, "R 8, 4 nodes of 2");
     /* 8 domains of one rank. */
     x.A = 1;
     check_ht_net(&x, groups, 1, 0, 0, "R 8, 8 nodes of 1");
     /* An odd shape: K = 3, H = 640, T = 5, E = 8 (L = 1): relay row a16(1280 + 24) = 1312,
-     * partial a16(2560 + 12) = 2576; the relay piece 2 * 5 * 3 * 8 = 240. */
+     * partial a16(2560 + 12) = 2576; the relay piece 1 * 5 * 3 * 8 = 120. */
     g.max_dispatch_tokens_per_rank = 5;
     g.max_topk = 3;
     g.hidden = 640;
@@ -840,12 +841,12 @@ static void test_ht_across_nodes(void **state)
         assert_non_null(strstr(buf, "HT network maps"));
         assert_non_null(strstr(buf, "HT network staging"));
         assert_non_null(strstr(buf, "HT relay rows"));
-        assert_non_null(strstr(buf, "117964800"));
+        assert_non_null(strstr(buf, "58982400"));
         assert_non_null(strstr(buf, "HT partials out"));
         assert_non_null(strstr(buf, "HT partials in"));
-        assert_non_null(strstr(buf, "235143168"));
+        assert_non_null(strstr(buf, "117571584"));
         assert_non_null(strstr(buf, "HT network words"));
-        assert_non_null(strstr(buf, "(2 x 1049088)"));
+        assert_non_null(strstr(buf, "(2 x 786944)"));
     }
 }
 
@@ -911,7 +912,7 @@ static void test_handle_piece_alignment(void **state)
                 L * 4,                            /* zone_base */
                 d.recv_slots * 4ull,              /* em_next (MXFP8) */
                 d.recv_slots,                     /* em_head (MXFP8) */
-                (uint64_t)d.nodes * tk * 8,       /* relay (across domains) */
+                (uint64_t)(d.nodes - 1) * tk * 8, /* relay (across domains) */
             };
             for (size_t k = 0; k < 12; k++) {
                 const int absent = (k == 9 || k == 10) ? !(mx & 1) : k == 11 ? !(mx & 2) : 0;
