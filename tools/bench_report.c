@@ -148,8 +148,9 @@ int bench_csv_row(const bench_team_t *t, const bench_csv_t *row)
                    "graph,tokens,op,path,bytes_per_rank,med_us,min_us,max_us,gbps_per_rank,"
                    "pct_roof,hbm_bytes,pct_hbm,wrong\n");
     }
+    /* The label and the path are quoted: they hold commas ("ht staged + relays, network"). */
     fprintf(f,
-            "ncclx-bench,%s,%u,%u,%s,%s,%s,%s,%s,%u,%u,%u,%d,%u,%s,%s,%" PRIu64
+            "ncclx-bench,\"%s\",%u,%u,%s,%s,%s,%s,%s,%u,%u,%u,%d,%u,%s,\"%s\",%" PRIu64
             ",%.2f,%.2f,%.2f,%.2f,%.1f,%" PRIu64 ",%.1f,%s\n",
             label, t->ranks, o->nodes, o->algo == NCCLX_EP_ALGO_HT ? "ht" : "ll",
             o->layout == NCCLX_EP_LAYOUT_FLAT           ? "flat"

@@ -653,14 +653,16 @@ int main(int argc, char **argv)
                        "dst_bytes_per_rank,all_dst_bytes,med_us,min_us,max_us,gbps_per_rank,"
                        "pct_roof,hbm_bytes,pct_hbm,crossed_bytes,wrong\n");
         }
-        fprintf(f,
-                "ncclx-m2n-bench,%s,%u,%u,%s,%u,%d,%.2f,%s,%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.1f,"
-                "%llu,%.1f,%llu,%s\n",
-                label, world, o.nodes, o.pattern, num_tensors, o.graph, o.staging_mb, path,
-                (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3,
-                ms[0] * 1e3, ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6),
-                100.0 * roof_ms / med, (unsigned long long)hbm, hbm_pct,
-                (unsigned long long)crossed, check ? (wrong == 0 ? "0" : "wrong") : "-");
+        /* The label and the path are quoted: they may hold commas. */
+        fprintf(
+            f,
+            "ncclx-m2n-bench,\"%s\",%u,%u,%s,%u,%d,%.2f,\"%s\",%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.1f,"
+            "%llu,%.1f,%llu,%s\n",
+            label, world, o.nodes, o.pattern, num_tensors, o.graph, o.staging_mb, path,
+            (unsigned long long)max_local, (unsigned long long)dst_bytes, med * 1e3, ms[0] * 1e3,
+            ms[o.iters - 1] * 1e3, (double)max_local / (med * 1e6), 100.0 * roof_ms / med,
+            (unsigned long long)hbm, hbm_pct, (unsigned long long)crossed,
+            check ? (wrong == 0 ? "0" : "wrong") : "-");
         if (fclose(f) != 0) {
             perror(o.csv);
             return 1;

@@ -402,20 +402,19 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // 4 elements of the token's sum, rounded once to the dtype.
 template <int kDtype>
-__device__ __forceinline__ void store_columns(char *out, size_t elem,
-                                              const float (&v)[kTreeColumns])
+__device__ __forceinline__ void store_columns(char *out, size_t elem, const float (&v)[kTreeCols])
 {
-    if (kDtype == kFp32) {
+    if constexpr (kDtype == kFp32) {
         *reinterpret_cast<float4 *>(out + elem * 4) = make_float4(v[0], v[1], v[2], v[3]);
-    } else if (kDtype == kBf16) {
-        uint2 u;
-        *reinterpret_cast<__nv_bfloat162 *>(&u.x) = __floats2bfloat162_rn(v[0], v[1]);
-        *reinterpret_cast<__nv_bfloat162 *>(&u.y) = __floats2bfloat162_rn(v[2], v[3]);
-        *reinterpret_cast<uint2 *>(out + elem * 2) = u;
     } else {
         uint2 u;
-        *reinterpret_cast<__half2 *>(&u.x) = __floats2half2_rn(v[0], v[1]);
-        *reinterpret_cast<__half2 *>(&u.y) = __floats2half2_rn(v[2], v[3]);
+        if constexpr (kDtype == kBf16) {
+            *reinterpret_cast<__nv_bfloat162 *>(&u.x) = __floats2bfloat162_rn(v[0], v[1]);
+            *reinterpret_cast<__nv_bfloat162 *>(&u.y) = __floats2bfloat162_rn(v[2], v[3]);
+        } else {
+            *reinterpret_cast<__half2 *>(&u.x) = __floats2half2_rn(v[0], v[1]);
+            *reinterpret_cast<__half2 *>(&u.y) = __floats2half2_rn(v[2], v[3]);
+        }
         *reinterpret_cast<uint2 *>(out + elem * 2) = u;
     }
 }
@@ -512,8 +511,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                     tree_plan(tw, n);
                 }
                 __syncwarp();
-                for (int e = lane * kTreeColumns; e < g.hidden; e += kWarpSize * kTreeColumns) {
-                    float v[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+                for (int e = lane * kTreeCols; e < g.hidden; e += kWarpSize * kTreeCols) {
+                    float v[kTreeCols];
                     if (!tree_sum<kDtype, kDepth>(tw, n, (size_t)e, v)) {
                         v[0] = v[1] = v[2] = v[3] = 0.0f;
                     }
@@ -564,19 +563,20 @@ __global__ void __launch_bounds__(kThreads, 2)
 } // namespace ht
 } // namespace ncclx
 
-// The reduce kernel for the group's tree depth (ep_ht_tree.cuh: levels of R ranks).
+// The reduce kernel for the group's stack depth (ep_ht_tree.cuh, tree_depth): a token has at
+// most K sources (one per kept entry at most, a node's partial covering at least one).
 template <int kDtype>
 static void launch_reduce(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
                           const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream)
 {
     using namespace ncclx::ht;
-    const int levels = tree_levels(g->ranks);
-    if (levels <= 4) {
+    const int depth = tree_depth(g->ranks, g->max_topk);
+    if (depth <= 4) {
         reduce_kernel<kDtype, false, 4><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
-    } else if (levels <= 8) {
+    } else if (depth <= 8) {
         reduce_kernel<kDtype, false, 8><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     } else {
-        reduce_kernel<kDtype, false, 13><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+        reduce_kernel<kDtype, false, 17><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     }
 }
 
@@ -642,7 +642,7 @@ extern "C" cudaError_t ncclx_ep_ht_data_load(void)
         reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false, d>)
         NCCLX_HT_REDUCE_DEPTHS(4),
         NCCLX_HT_REDUCE_DEPTHS(8),
-        NCCLX_HT_REDUCE_DEPTHS(13),
+        NCCLX_HT_REDUCE_DEPTHS(17),
 #undef NCCLX_HT_REDUCE_DEPTHS
         reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, true, 1>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));

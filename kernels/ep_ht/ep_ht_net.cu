@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             g.net_partial_out +
             ((size_t)node_slot(my_node(g), n) * g.max_tokens + t) * g.partial_bytes;
         float *out = reinterpret_cast<float *>(self + out_off);
-        for (int c = lane * kTreeColumns; c < g.hidden; c += kWarpSize * kTreeColumns) {
-            float v[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int c = lane * kTreeCols; c < g.hidden; c += kWarpSize * kTreeCols) {
+            float v[kTreeCols];
             if (!tree_sum<kDtype, kDepth>(tw, count, (size_t)c, v)) {
                 v[0] = v[1] = v[2] = v[3] = 0.0f;
             }
@@ -244,11 +244,13 @@ cudaError_t launch_partials_of(const ncclx_ep_ht_group_desc_t *g,
                                const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream)
 {
     // A node's subtree spans lsa ranks.
-    const int levels = tree_levels(g->lsa);
-    if (levels <= 4) {
+    const int depth = tree_depth(g->lsa, g->max_topk);
+    if (depth <= 4) {
         partial_kernel<kDtype, 4><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
-    } else {
+    } else if (depth <= 8) {
         partial_kernel<kDtype, 8><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else {
+        partial_kernel<kDtype, 17><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     }
     return cudaGetLastError();
 }
@@ -280,12 +282,16 @@ cudaError_t launch_partials(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht
 extern "C" cudaError_t ncclx_ep_ht_net_load(void)
 {
     using namespace ncclx::ht;
-    const void *const kernels[] = {reinterpret_cast<const void *>(relay_kernel),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kBf16, 4>),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kFp16, 4>),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kFp32, 4>),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kBf16, 8>),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kFp16, 8>),
-                                   reinterpret_cast<const void *>(partial_kernel<ncclx::kFp32, 8>)};
+    const void *const kernels[] = {
+        reinterpret_cast<const void *>(relay_kernel),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kBf16, 4>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp16, 4>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp32, 4>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kBf16, 8>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp16, 8>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp32, 8>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kBf16, 17>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp16, 17>),
+        reinterpret_cast<const void *>(partial_kernel<ncclx::kFp32, 17>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -12,10 +12,13 @@
  * A warp sums one token: its sources (rows in the token's dtype, or FP32 node partials) go to a
  * TreeWarp in ascending position, lane 0 turns the positions into a merge schedule (tree_plan),
  * then each lane runs the schedule over its 4-element columns with a stack of partial sums kept
- * in registers (depth: levels of the tree, a template argument chosen from R at launch).
+ * in registers (depth: the tree's levels or the token's sources, whichever is fewer: a template
+ * argument chosen at launch, tree_depth).
  */
 #ifndef NCCLX_KERNELS_EP_HT_TREE_CUH_
 #define NCCLX_KERNELS_EP_HT_TREE_CUH_
+
+#include <type_traits>
 
 #include "ep_ht_common.cuh"
 
@@ -25,7 +28,6 @@ namespace ht
 {
 
 constexpr int kTreeSources = 32; // a token's sources: its top-k rows at most (K <= 32)
-constexpr int kTreeColumns = 4;  // elements a lane sums per step
 
 // One warp's token: sources in ascending position.  Consecutive row sources of one position
 // are one leaf; a partial is a leaf of its own (a whole node's subtree).
@@ -69,19 +71,35 @@ __device__ __forceinline__ void tree_plan(TreeWarp &w, int n)
     w.ends = depth;
 }
 
+// Elements a lane sums per step.  Four: the kernels run two blocks of 512 threads per SM, so
+// 64 registers a thread, which hold the stack (depth x 4), a batch of loads and the addresses.
+constexpr int kTreeCols = 4;
+
+// 4 elements of a row in the token's dtype, as loaded: 8 bytes of a 16-bit dtype, 16 of FP32.
+template <int kDtype> struct TreeRow {
+    using Raw = typename std::conditional<kDtype == kFp32, uint4, uint2>::type;
+};
+
+// Row sources whose loads a lane issues before it adds any of them, so that they are in flight
+// together (the tree's control flow would otherwise leave one load in flight at a time); fewer
+// where the loads or the stack take more registers.
+template <int kDtype, int kDepth> struct TreeBatch {
+    static constexpr int N = kDtype == kFp32 || kDepth > 4 ? 4 : 8;
+};
+
 // A stack of 4-wide partial sums in registers: every access is unrolled over the depth (an
 // indexed register array would live in local memory).
 template <int kDepth> struct TreeStack {
-    float v[kDepth][kTreeColumns];
+    float v[kDepth][kTreeCols];
     int top = 0;
 
-    __device__ __forceinline__ void push(const float (&x)[kTreeColumns])
+    __device__ __forceinline__ void push(const float (&x)[kTreeCols])
     {
 #pragma unroll
         for (int d = 0; d < kDepth; d++) {
             if (d == top) {
 #pragma unroll
-                for (int c = 0; c < kTreeColumns; c++) {
+                for (int c = 0; c < kTreeCols; c++) {
                     v[d][c] = x[c];
                 }
             }
@@ -92,12 +110,12 @@ template <int kDepth> struct TreeStack {
     // The two sums on top become their sum (left + right).
     __device__ __forceinline__ void merge()
     {
-        float right[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float right[kTreeCols] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int d = 1; d < kDepth; d++) {
             if (d == top - 1) {
 #pragma unroll
-                for (int c = 0; c < kTreeColumns; c++) {
+                for (int c = 0; c < kTreeCols; c++) {
                     right[c] = v[d][c];
                 }
             }
@@ -106,7 +124,7 @@ template <int kDepth> struct TreeStack {
         for (int d = 0; d + 1 < kDepth; d++) {
             if (d == top - 2) {
 #pragma unroll
-                for (int c = 0; c < kTreeColumns; c++) {
+                for (int c = 0; c < kTreeCols; c++) {
                     v[d][c] = v[d][c] + right[c];
                 }
             }
@@ -117,19 +135,17 @@ template <int kDepth> struct TreeStack {
 
 // 4 elements of a row in the token's dtype, added to acc in order.
 template <int kDtype>
-__device__ __forceinline__ void tree_add_row(float (&acc)[kTreeColumns], const char *row,
-                                             size_t elem)
+__device__ __forceinline__ void tree_add_row(float (&acc)[kTreeCols],
+                                             const typename TreeRow<kDtype>::Raw &u)
 {
-    if (kDtype == kFp32) {
-        const float4 f = *reinterpret_cast<const float4 *>(row + elem * 4);
-        acc[0] += f.x;
-        acc[1] += f.y;
-        acc[2] += f.z;
-        acc[3] += f.w;
+    if constexpr (kDtype == kFp32) {
+        acc[0] += __uint_as_float(u.x);
+        acc[1] += __uint_as_float(u.y);
+        acc[2] += __uint_as_float(u.z);
+        acc[3] += __uint_as_float(u.w);
     } else {
-        const uint2 u = *reinterpret_cast<const uint2 *>(row + elem * 2);
         float2 lo, hi;
-        if (kDtype == kBf16) {
+        if constexpr (kDtype == kBf16) {
             lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
             hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
         } else {
@@ -144,53 +160,78 @@ __device__ __forceinline__ void tree_add_row(float (&acc)[kTreeColumns], const c
 }
 
 // Elements [elem, elem + 4) of the token's sum over the n sources of w (tree_plan done): false
-// when there is no source (the caller writes zeros).
+// when there is no source (the caller writes zeros).  Row sources are loaded a batch at a
+// time; an FP32 partial (a whole subtree, at most one per other node) where it is added.
 template <int kDtype, int kDepth>
 __device__ __forceinline__ bool tree_sum(const TreeWarp &w, int n, size_t elem,
-                                         float (&out)[kTreeColumns])
+                                         float (&out)[kTreeCols])
 {
+    using Raw = typename TreeRow<kDtype>::Raw;
+    constexpr int kBatch = TreeBatch<kDtype, kDepth>::N;
+    constexpr size_t kElem = kDtype == kFp32 ? 4 : 2;
     TreeStack<kDepth> stack;
-    for (int i = 0; i < n;) {
-        for (int m = 0; m < w.pops[i]; m++) {
-            stack.merge();
+    float acc[kTreeCols] = {0.0f, 0.0f, 0.0f, 0.0f};
+    bool open = false; // acc holds a leaf not pushed yet
+    for (int base = 0; base < n; base += kBatch) {
+        Raw raw[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++) {
+            if (base + j < n && !w.partial[base + j]) {
+                raw[j] = *reinterpret_cast<const Raw *>(w.src[base + j] + elem * kElem);
+            }
         }
-        float acc[kTreeColumns] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (w.partial[i]) {
-            const float4 f = *reinterpret_cast<const float4 *>(w.src[i] + elem * 4);
-            acc[0] = f.x;
-            acc[1] = f.y;
-            acc[2] = f.z;
-            acc[3] = f.w;
-            i++;
-        } else {
-            do {
-                tree_add_row<kDtype>(acc, w.src[i], elem);
-                i++;
-            } while (i < n && tree_same_leaf(w, i));
+#pragma unroll
+        for (int j = 0; j < kBatch; j++) {
+            const int i = base + j;
+            if (i >= n) {
+                break;
+            }
+            if (!tree_same_leaf(w, i)) {
+                if (open) {
+                    stack.push(acc);
+                }
+                for (int m = 0; m < w.pops[i]; m++) {
+                    stack.merge();
+                }
+                acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+                open = true;
+            }
+            if (w.partial[i]) {
+                // A whole subtree, already summed: the leaf's value as it is.
+                const float4 f = *reinterpret_cast<const float4 *>(w.src[i] + elem * 4);
+                acc[0] = f.x;
+                acc[1] = f.y;
+                acc[2] = f.z;
+                acc[3] = f.w;
+            } else {
+                tree_add_row<kDtype>(acc, raw[j]);
+            }
         }
-        stack.push(acc);
     }
+    if (!open) {
+        return false;
+    }
+    stack.push(acc);
     for (int m = 0; m < w.ends; m++) {
         stack.merge();
     }
-    if (stack.top == 0) {
-        return false;
-    }
 #pragma unroll
-    for (int c = 0; c < kTreeColumns; c++) {
+    for (int c = 0; c < kTreeCols; c++) {
         out[c] = stack.v[0][c];
     }
     return true;
 }
 
-// Levels a stack needs for R ranks: log2(P) + 1, P the power of two >= R.
-__host__ __device__ __forceinline__ int tree_levels(int ranks)
+// The stack depth a tree sum of R ranks with at most K sources per token needs: the levels of
+// the tree (log2(P) + 1, P the power of two >= R), and never more than the sources (each entry
+// of the stack holds at least one).  The kernels are built for 4, 8 and 17 (R <= 65536).
+__host__ __device__ __forceinline__ int tree_depth(int ranks, int max_sources)
 {
     int levels = 1;
     while ((1 << (levels - 1)) < ranks) {
         levels++;
     }
-    return levels;
+    return levels < max_sources ? levels : max_sources;
 }
 
 } // namespace ht

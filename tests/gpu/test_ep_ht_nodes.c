@@ -181,7 +181,7 @@ static void test_shape_4x2(void **state)
 static void test_shape_8x1(void **state)
 {
     (void)state;
-    run_shape(8, 1, 328, 1);
+    run_shape(8, 1, 336, 1);
 }
 
 /* ---- b: bit identity across shapes ---- */
