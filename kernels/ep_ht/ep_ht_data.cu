@@ -508,12 +508,18 @@ __global__ void __launch_bounds__(kThreads, 2)
                 mx_reduce_token(g, tw.src, n, out, lane);
             } else {
                 if (lane == 0) {
-                    tree_plan(tw, n);
+                    if (kDepth == 0) {
+                        tree_leaves(tw, n);
+                    } else {
+                        tree_plan(tw, n);
+                    }
                 }
                 __syncwarp();
                 for (int e = lane * kTreeCols; e < g.hidden; e += kWarpSize * kTreeCols) {
                     float v[kTreeCols];
-                    if (!tree_sum<kDtype, kDepth>(tw, n, (size_t)e, v)) {
+                    if constexpr (kDepth == 0) {
+                        tree_sum_leaves<kDtype>(tw, (size_t)e, v);
+                    } else if (!tree_sum<kDtype, (kDepth > 0 ? kDepth : 1)>(tw, n, (size_t)e, v)) {
                         v[0] = v[1] = v[2] = v[3] = 0.0f;
                     }
                     store_columns<kDtype>(out, (size_t)e, v);
@@ -564,14 +570,17 @@ __global__ void __launch_bounds__(kThreads, 2)
 } // namespace ncclx
 
 // The reduce kernel for the group's stack depth (ep_ht_tree.cuh, tree_depth): a token has at
-// most K sources (one per kept entry at most, a node's partial covering at least one).
+// most K sources (one per kept entry at most, a node's partial covering at least one).  Depth
+// 0: the static tree of a team of at most 8 ranks in one domain (tree_sum_leaves).
 template <int kDtype>
 static void launch_reduce(const ncclx_ep_ht_group_desc_t *g, const ncclx_ep_ht_handle_desc_t *h,
                           const ncclx_ep_ht_combine_desc_t *a, cudaStream_t stream)
 {
     using namespace ncclx::ht;
     const int depth = tree_depth(g->ranks, g->max_topk);
-    if (depth <= 4) {
+    if (g->nodes == 1 && g->ranks <= kTreeStaticLeaves) {
+        reduce_kernel<kDtype, false, 0><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
+    } else if (depth <= 4) {
         reduce_kernel<kDtype, false, 4><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
     } else if (depth <= 8) {
         reduce_kernel<kDtype, false, 8><<<g->blocks, kThreads, 0, stream>>>(*g, *h, *a);
@@ -640,6 +649,7 @@ extern "C" cudaError_t ncclx_ep_ht_data_load(void)
     reinterpret_cast<const void *>(reduce_kernel<ncclx::kBf16, false, d>),     \
         reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp16, false, d>), \
         reinterpret_cast<const void *>(reduce_kernel<ncclx::kFp32, false, d>)
+        NCCLX_HT_REDUCE_DEPTHS(0),
         NCCLX_HT_REDUCE_DEPTHS(4),
         NCCLX_HT_REDUCE_DEPTHS(8),
         NCCLX_HT_REDUCE_DEPTHS(17),

@@ -37,7 +37,12 @@ struct TreeWarp {
     unsigned char partial[kTreeSources];
     unsigned char pops[kTreeSources]; // merges before the leaf that starts here is pushed
     int ends;                         // merges after the last leaf
+    unsigned char leaf_first[9];      // tree_leaves: leaf j's sources are [first[j], first[j + 1])
 };
+
+// A team of at most this many ranks in one load/store domain sums on a static tree
+// (tree_leaves, tree_sum_leaves): no schedule, no stack selection, all first loads in flight.
+constexpr int kTreeStaticLeaves = 8;
 
 __device__ __forceinline__ bool tree_same_leaf(const TreeWarp &w, int i)
 {
@@ -220,6 +225,83 @@ __device__ __forceinline__ bool tree_sum(const TreeWarp &w, int n, size_t elem,
         out[c] = stack.v[0][c];
     }
     return true;
+}
+
+// Lane 0, a team of R <= 8 ranks in one domain: where each rank's (leaf's) sources start.
+__device__ __forceinline__ void tree_leaves(TreeWarp &w, int n)
+{
+    int i = 0;
+    for (int j = 0; j < kTreeStaticLeaves; j++) {
+        w.leaf_first[j] = (unsigned char)i;
+        while (i < n && w.pos[i] == j) {
+            i++;
+        }
+    }
+    w.leaf_first[kTreeStaticLeaves] = (unsigned char)n;
+}
+
+// The same sum as tree_sum for R <= 8 ranks in one domain, on the full tree over 8 leaves: an
+// absent leaf is 0.0f there, which adds nothing (no leaf or subtree sum is -0.0f: each starts
+// from +0.0f), so the bits equal the sparse tree's.  Each leaf's first source is loaded before
+// any is added; a leaf's further sources (expert-major: several experts of one rank) after.
+template <int kDtype>
+__device__ __forceinline__ void tree_sum_leaves(const TreeWarp &w, size_t elem,
+                                                float (&out)[kTreeCols])
+{
+    using Raw = typename TreeRow<kDtype>::Raw;
+    constexpr size_t kElem = kDtype == kFp32 ? 4 : 2;
+    constexpr int kLevels = 4; // log2(8) + 1
+    // FP32 rows: 16 bytes a load, too many registers for 8 in flight beside the tree; loaded
+    // where added.
+    constexpr bool kPreload = kDtype != kFp32;
+    Raw raw[kTreeStaticLeaves];
+#pragma unroll
+    for (int j = 0; j < kTreeStaticLeaves; j++) {
+        const int f = w.leaf_first[j];
+        if (kPreload && f < w.leaf_first[j + 1]) {
+            raw[j] = *reinterpret_cast<const Raw *>(w.src[f] + elem * kElem);
+        }
+    }
+    float st[kLevels][kTreeCols];
+#pragma unroll
+    for (int j = 0; j < kTreeStaticLeaves; j++) {
+        float val[kTreeCols] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const int f = w.leaf_first[j], end = w.leaf_first[j + 1];
+        if (f < end) {
+            if (kPreload) {
+                tree_add_row<kDtype>(val, raw[j]);
+            }
+            for (int s = kPreload ? f + 1 : f; s < end; s++) {
+                const Raw x = *reinterpret_cast<const Raw *>(w.src[s] + elem * kElem);
+                tree_add_row<kDtype>(val, x);
+            }
+        }
+        // Leaf j closes the subtrees whose last leaf it is: one per low set bit of j.
+        int level = 0;
+#pragma unroll
+        for (int b = 0; b < kLevels - 1; b++) {
+            if (level == b && ((j >> b) & 1)) {
+#pragma unroll
+                for (int c = 0; c < kTreeCols; c++) {
+                    val[c] = st[b][c] + val[c];
+                }
+                level = b + 1;
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < kLevels; b++) {
+            if (b == level) {
+#pragma unroll
+                for (int c = 0; c < kTreeCols; c++) {
+                    st[b][c] = val[c];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < kTreeCols; c++) {
+        out[c] = st[kLevels - 1][c];
+    }
 }
 
 // The stack depth a tree sum of R ranks with at most K sources per token needs: the levels of
