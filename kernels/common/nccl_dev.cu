@@ -45,7 +45,13 @@ extern "C" ncclResult_t ncclx_gin_create(ncclComm_t comm, int signals, void *dev
                                          size_t room, cudaStream_t stream, void **state,
                                          const char **what)
 {
-    ncclDevCommRequirements reqs = {}; // 2.28.9: a plain struct, zeroed (no initializer)
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+    // NCCL 2.29 and later refuse requirements that do not come from their initializer (it sets
+    // the struct's size, magic and version): a zeroed struct fails before GIN is even tried.
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#else
+    ncclDevCommRequirements reqs = {}; // 2.28: a plain struct, zeroed (no initializer)
+#endif
     ncclDevComm *dev = nullptr;
     *state = nullptr;
     if (sizeof(ncclDevComm) > room) {

@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -389,6 +390,35 @@ static void test_peer_table_reaches_the_window(void **state)
     assert_ncclx_ok(ncclxFinalize(ctx));
 }
 
+/* GIN setup on a 1-rank communicator (the only one a machine without an RDMA NIC can make): it
+ * may come up or be refused, but never for how the requirements were built.  NCCL 2.29 and
+ * later refuse a zeroed ncclDevCommRequirements by name, before GIN is tried. */
+static void test_gin_setup_requirements(void **state)
+{
+    (void)state;
+    ncclComm_t comm = NULL;
+    int device = 0;
+    void *device_copy = NULL, *gin = NULL;
+    const char *what = NULL;
+    assert_int_equal(ncclCommInitAll(&comm, 1, &device), ncclSuccess);
+    assert_int_equal(cudaMalloc(&device_copy, NCCLX_NET_DEV_COMM_BYTES), cudaSuccess);
+    ncclResult_t res =
+        ncclx_gin_create(comm, 4, device_copy, NCCLX_NET_DEV_COMM_BYTES, 0, &gin, &what);
+    assert_non_null(what);
+    if (res == ncclSuccess) {
+        assert_non_null(gin);
+        assert_int_equal(ncclx_gin_destroy(comm, gin), ncclSuccess);
+    } else {
+        const char *last = ncclGetLastError(comm);
+        print_message("GIN on 1 rank refused (expected without an RDMA NIC): %s: %s\n", what,
+                      last != NULL ? last : "");
+        assert_null(gin);
+        assert_null(last != NULL ? strstr(last, "REQUIREMENTS_INITIALIZER") : NULL);
+    }
+    assert_int_equal(cudaFree(device_copy), cudaSuccess);
+    assert_int_equal(ncclCommDestroy(comm), ncclSuccess);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_callers_host_block),
         cmocka_unit_test(test_plan_too_big_for_the_gpu),
         cmocka_unit_test(test_peer_table_reaches_the_window),
+        cmocka_unit_test(test_gin_setup_requirements),
     };
     srand((unsigned)time(NULL));
     return cmocka_run_group_tests_name("gpu_init", tests, NULL, NULL);
