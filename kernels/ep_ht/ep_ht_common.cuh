@@ -93,6 +93,27 @@ __device__ __forceinline__ bool halted(const ncclx_ep_ht_group_desc_t &g)
     return (load_volatile(&g.state->error) & kErrorTimeout) != 0;
 }
 
+// The deadline of every HT wait loop, checked once per 1024 spins: false once the group is
+// halted, or timeout_ns after the first check (reported as a timeout); start begins at 0.
+__device__ __forceinline__ bool wait_goes_on(const ncclx_ep_ht_group_desc_t &g, unsigned spins,
+                                             unsigned long long &start)
+{
+    if ((spins & 1023) != 0) {
+        return true;
+    }
+    const unsigned long long now = globaltimer();
+    if (halted(g)) {
+        return false;
+    }
+    if (start == 0) {
+        start = now;
+    } else if (now - start > g.timeout_ns) {
+        report_error(g, kErrorTimeout);
+        return false;
+    }
+    return true;
+}
+
 // Whether the group does nothing now: a wait timed out (for good), or a routing overflowed
 // under TRAP (until ncclxEpClearAsyncError).  Read once per block, at the kernel's start, so
 // that every thread of the block takes the same way.  Only a routing's scan reports an
@@ -154,17 +175,8 @@ __device__ __forceinline__ bool wait_one(const ncclx_ep_ht_group_desc_t &g, int 
             }
             return true;
         }
-        if ((spins & 1023) == 0) {
-            const unsigned long long now = globaltimer();
-            if (halted(g)) {
-                return false;
-            }
-            if (start == 0) {
-                start = now;
-            } else if (now - start > g.timeout_ns) {
-                report_error(g, kErrorTimeout);
-                return false;
-            }
+        if (!wait_goes_on(g, spins, start)) {
+            return false;
         }
     }
 }
@@ -189,17 +201,8 @@ __device__ __forceinline__ bool wait_net(const ncclx_ep_ht_group_desc_t &g, int 
             }
             return true;
         }
-        if ((spins & 1023) == 0) {
-            const unsigned long long now = globaltimer();
-            if (halted(g)) {
-                return false;
-            }
-            if (start == 0) {
-                start = now;
-            } else if (now - start > g.timeout_ns) {
-                report_error(g, kErrorTimeout);
-                return false;
-            }
+        if (!wait_goes_on(g, spins, start)) {
+            return false;
         }
     }
 }
@@ -386,19 +389,9 @@ __device__ __forceinline__ bool block_load_direct(const ncclx_ep_ht_group_desc_t
              ((t = ld_acquire_sys(const_cast<unsigned long long *>(&w[tag_word]))) >> 24) <
              (tag >> 24);
              spins++) {
-            if ((spins & 1023) == 0) {
-                const unsigned long long now = globaltimer();
-                if (halted(g)) {
-                    ok = 0;
-                    break;
-                }
-                if (start == 0) {
-                    start = now;
-                } else if (now - start > g.timeout_ns) {
-                    report_error(g, kErrorTimeout);
-                    ok = 0;
-                    break;
-                }
+            if (!wait_goes_on(g, spins, start)) {
+                ok = 0;
+                break;
             }
         }
         closed = ok && skip_closed && t == NCCLX_EP_HT_DIRECT_CLOSED;
