@@ -69,21 +69,29 @@ static ncclxResult_t ncclx_product(size_t a, size_t b, size_t c, const char *nam
     return ncclxSuccess;
 }
 
+/* ncclx_reserve of one region of a * b * c bytes, the product checked first. */
+static ncclxResult_t ncclx_reserve_product(ncclx_layout_t *layout, ncclxMemClass_t mem_class,
+                                           int group, const char *name, size_t a, size_t b,
+                                           size_t c, size_t *offset)
+{
+    size_t bytes;
+    NCCLX_CHECK(ncclx_product(a, b, c, name, group, &bytes));
+    return ncclx_reserve(layout, mem_class, group, name, bytes, 1, offset);
+}
+
 static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, int ll, int mask,
                                                const ncclx_ep_dims_t *d,
                                                ncclx_ep_group_regions_t *r)
 {
-    size_t buffers = ll ? NCCLX_EP_LL_BUFFERS : 1, bytes;
-    NCCLX_CHECK(ncclx_product(buffers, d->recv_slots, d->dispatch_msg_bytes,
-                              "dispatch receive area", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch receive area", bytes, 1,
-                              &r->dispatch_recv));
-    NCCLX_CHECK(ncclx_product(buffers, (size_t)d->tokens * d->combine_slots, d->combine_slot_bytes,
-                              "combine receive area", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine receive area", bytes, 1,
-                              &r->combine_recv));
-    NCCLX_CHECK(ncclx_product(buffers, d->ranks, NCCLX_EP_SIGNAL_BYTES, "signals", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", bytes, 1, &r->signals));
+    const size_t buffers = ll ? NCCLX_EP_LL_BUFFERS : 1;
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch receive area",
+                                      buffers, d->recv_slots, d->dispatch_msg_bytes,
+                                      &r->dispatch_recv));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "combine receive area",
+                                      buffers, (size_t)d->tokens * d->combine_slots,
+                                      d->combine_slot_bytes, &r->combine_recv));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "signals", buffers, d->ranks,
+                                      NCCLX_EP_SIGNAL_BYTES, &r->signals));
     /* Clean's round-one and round-two slots (uint64 per source) and the evicted words (uint32
      * per rank): never reset by a clean as a whole (see kernels/ep_ll/ep_ll_mask.cu). */
     return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "mask words",
@@ -105,20 +113,14 @@ static ncclxResult_t ncclx_layout_ep_ht_symmetric(ncclx_layout_t *layout, int gi
     bytes += NCCLX_EP_HT_DIRECT_WORDS * sizeof(uint64_t); /* the direct path's own words */
     NCCLX_CHECK(
         ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT signals", bytes, 1, &r->signals));
-    NCCLX_CHECK(ncclx_product(1, d->recv_slots, d->payload_bytes, "HT dispatch rows", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch rows", bytes, 1,
-                              &r->dispatch_recv));
-    NCCLX_CHECK(ncclx_product(d->recv_slots, d->topk, 8, "HT dispatch metadata", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch metadata", bytes, 1,
-                              &r->ht_dispatch_meta));
-    NCCLX_CHECK(
-        ncclx_product(1, d->recv_slots, d->combine_slot_bytes, "HT combine rows", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT combine rows", bytes, 1,
-                              &r->combine_recv));
-    NCCLX_CHECK(
-        ncclx_product(d->recv_slots, d->topk, sizeof(float), "HT weight gradients", gi, &bytes));
-    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT weight gradients", bytes, 1,
-                         &r->ht_combine_meta);
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch rows", 1,
+                                      d->recv_slots, d->payload_bytes, &r->dispatch_recv));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT dispatch metadata",
+                                      d->recv_slots, d->topk, 8, &r->ht_dispatch_meta));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT combine rows", 1,
+                                      d->recv_slots, d->combine_slot_bytes, &r->combine_recv));
+    return ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT weight gradients",
+                                 d->recv_slots, d->topk, sizeof(float), &r->ht_combine_meta);
 }
 
 /* HT on a team of several load/store domains (hierarchical: a token crosses the network once
@@ -133,23 +135,16 @@ static ncclxResult_t ncclx_layout_ep_ht_net(ncclx_layout_t *layout, int gi, cons
     const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
     /* Relay rows and partials are kept per other node (the rank's own has none). */
     const size_t ranks = on ? d->ranks : 0, others = on ? d->nodes - 1 : 0;
-    size_t bytes;
-    NCCLX_CHECK(ncclx_product(ranks, 1, ncclx_ep_ht_map_bytes(d, d->num_experts), "HT network maps",
-                              gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network maps", bytes, 1,
-                              &r->ht_net_maps));
-    NCCLX_CHECK(ncclx_product(on, d->tokens, d->relay_row_bytes, "HT network staging", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network staging", bytes, 1,
-                              &r->ht_net_stage));
-    NCCLX_CHECK(ncclx_product(others, d->tokens, d->relay_row_bytes, "HT relay rows", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT relay rows", bytes, 1,
-                              &r->ht_net_relay));
-    NCCLX_CHECK(ncclx_product(others, d->tokens, d->partial_bytes, "HT partials out", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials out", bytes, 1,
-                              &r->ht_net_partial_out));
-    NCCLX_CHECK(ncclx_product(others, d->tokens, d->partial_bytes, "HT partials in", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials in", bytes, 1,
-                              &r->ht_net_partial_in));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network maps", ranks, 1,
+                                      ncclx_ep_ht_map_bytes(d, d->num_experts), &r->ht_net_maps));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network staging", on,
+                                      d->tokens, d->relay_row_bytes, &r->ht_net_stage));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT relay rows", others,
+                                      d->tokens, d->relay_row_bytes, &r->ht_net_relay));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials out", others,
+                                      d->tokens, d->partial_bytes, &r->ht_net_partial_out));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "HT partials in", others,
+                                      d->tokens, d->partial_bytes, &r->ht_net_partial_in));
     /* [0][s]: the dispatch word from s, [1][r]: the combine word from r. */
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "HT network words",
                               2 * ranks * sizeof(uint64_t), 1, &r->ht_net_words));
@@ -170,24 +165,22 @@ static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const n
 {
     const int on = NCCLX_TEAM_MULTI_DOMAIN(team);
     const size_t remote = on ? (size_t)team->num_ranks - team->lsa_size : 0;
-    size_t bytes;
     /* A message returns one row rank-major, and expert-major one per entry served here. */
     r->net_combine_rows = (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)
                               ? (d->topk < d->local_experts ? d->topk : d->local_experts)
                               : 1;
-    NCCLX_CHECK(ncclx_product(remote, d->tokens, d->dispatch_msg_bytes, "dispatch network staging",
-                              gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch network staging", bytes, 1,
-                              &r->net_dispatch_out));
-    NCCLX_CHECK(ncclx_product(remote * d->tokens, r->net_combine_rows, d->combine_slot_bytes,
-                              "combine network staging", gi, &bytes));
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging", bytes, 1,
-                              &r->net_combine_out));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch network staging",
+                                      remote, d->tokens, d->dispatch_msg_bytes,
+                                      &r->net_dispatch_out));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging",
+                                      remote * d->tokens, r->net_combine_rows,
+                                      d->combine_slot_bytes, &r->net_combine_out));
     /* With a mask, remote sources' combine rows land by source and are copied into the combine
      * area once their source's signal counts, so that the late rows of an evicted remote rank
      * land where nothing reads them; the clean's network counters. */
-    NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network arrivals",
-                              g->enable_mask ? bytes : 0, 1, &r->net_combine_in));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network arrivals",
+                                      g->enable_mask ? remote * d->tokens : 0, r->net_combine_rows,
+                                      d->combine_slot_bytes, &r->net_combine_in));
     NCCLX_CHECK(ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "network clean counters",
                               on && g->enable_mask ? (size_t)6 * d->ranks * sizeof(uint64_t) : 0, 1,
                               &r->net_mask));
