@@ -91,4 +91,42 @@ static inline uint32_t random_pair(ncclx_m2n_side_t *src, ncclx_m2n_side_t *dst,
     return mesh_size(src) + mesh_size(dst) + extra;
 }
 
+/* A random valid reshard whose meshes fit a context of world ranks, at random disjoint places;
+ * both on rank 0 when world is 1 (a self copy). */
+static inline void random_in_world(ncclx_m2n_side_t *src, ncclx_m2n_side_t *dst, uint32_t world)
+{
+    uint32_t a, b;
+    do {
+        (void)random_pair(src, dst, 0);
+        a = mesh_size(src);
+        b = mesh_size(dst);
+    } while (world == 1 ? (a != 1 || b != 1) : a + b > world);
+    if (world == 1) {
+        src->mesh.start_rank = dst->mesh.start_rank = 0;
+        return;
+    }
+    const uint32_t slack = world - a - b, before = below(slack + 1);
+    const uint32_t between = below(slack - before + 1);
+    ncclx_m2n_side_t *first = below(2) ? src : dst, *second = first == src ? dst : src;
+    first->mesh.start_rank = before;
+    second->mesh.start_rank = before + mesh_size(first) + between;
+}
+
+/* A side of the tests below: a 1-dim tensor of 64 bytes on ranks [start, start + dims[0]),
+ * replicated or sharded. */
+static inline ncclx_m2n_side_t line_side(uint32_t start, uint32_t ranks, int shard)
+{
+    ncclx_m2n_side_t s;
+    memset(&s, 0, sizeof(s));
+    s.ndims = 1;
+    s.elem_bytes = 1;
+    s.local_shape[0] = shard ? 64 / ranks : 64;
+    s.mesh.ndims = 1;
+    s.mesh.dims[0] = ranks;
+    s.mesh.start_rank = start;
+    s.placements[0] = shard ? 0 : NCCLX_M2N_REPLICATE;
+    s.placements[1] = NCCLX_M2N_REPLICATE;
+    return s;
+}
+
 #endif /* NCCLX_TESTS_M2N_PLAN_FIXTURE_H_ */

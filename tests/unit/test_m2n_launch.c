@@ -3,8 +3,8 @@
  *
  * M2N launches (groups of reshards): every rank's launch plan (ncclx_m2n_plan_rank) is checked
  * against its peers' and run on the CPU as kernels/m2n/m2n.cu runs it, rounds through rings of
- * slices, until every destination byte holds its global value; the per-rank transfer bound is
- * exact; launches past the per-launch arrays are refused, naming the bound.
+ * slices, until every destination byte holds its global value; launches past the per-launch
+ * arrays are refused, naming the bound (the transfer bound and direct blocks: test_m2n_bounds.c).
  */
 #include "m2n_plan_fixture.h"
 #include "m2n_ring.h"
@@ -41,27 +41,6 @@ typedef struct {
 static ncclx_m2n_rank_plan_t plans[NUM_BUDGETS][SIM_WORLD];
 static ncclx_m2n_edge_t plan_scratch[NCCLX_M2N_MAX_TRANSFERS];
 static uint64_t sim_rounds_max; /* the most rounds a channel took */
-
-/* A random valid reshard whose meshes fit a context of world ranks, at random disjoint places;
- * both on rank 0 when world is 1 (a self copy). */
-static void random_in_world(ncclx_m2n_side_t *src, ncclx_m2n_side_t *dst, uint32_t world)
-{
-    uint32_t a, b;
-    do {
-        (void)random_pair(src, dst, 0);
-        a = mesh_size(src);
-        b = mesh_size(dst);
-    } while (world == 1 ? (a != 1 || b != 1) : a + b > world);
-    if (world == 1) {
-        src->mesh.start_rank = dst->mesh.start_rank = 0;
-        return;
-    }
-    const uint32_t slack = world - a - b, before = below(slack + 1);
-    const uint32_t between = below(slack - before + 1);
-    ncclx_m2n_side_t *first = below(2) ? src : dst, *second = first == src ? dst : src;
-    first->mesh.start_rank = before;
-    second->mesh.start_rank = before + mesh_size(first) + between;
-}
 
 /* 1 to SIM_GROUP random reshards on 1 to SIM_WORLD ranks (one in eight: a one-rank context). */
 static void random_launch(launch_t *l)
@@ -654,156 +633,6 @@ static void test_channel_rounds(void **state)
     }
 }
 
-/* A side of the tests below: a 1-dim tensor of 64 bytes on ranks [start, start + dims[0]),
- * replicated or sharded. */
-static ncclx_m2n_side_t line_side(uint32_t start, uint32_t ranks, int shard)
-{
-    ncclx_m2n_side_t s;
-    memset(&s, 0, sizeof(s));
-    s.ndims = 1;
-    s.elem_bytes = 1;
-    s.local_shape[0] = shard ? 64 / ranks : 64;
-    s.mesh.ndims = 1;
-    s.mesh.dims[0] = ranks;
-    s.mesh.start_rank = start;
-    s.placements[0] = shard ? 0 : NCCLX_M2N_REPLICATE;
-    s.placements[1] = NCCLX_M2N_REPLICATE;
-    return s;
-}
-
-/* The most edges any rank has, and the most sends and receives. */
-static uint32_t worst_rank(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d, uint32_t world,
-                           uint32_t *sends, uint32_t *recvs)
-{
-    uint32_t worst = 0;
-    *sends = *recvs = 0;
-    for (uint32_t r = 0; r < world; r++) {
-        ncclx_m2n_schedule_t w;
-        assert_ncclx_ok(
-            ncclx_m2n_schedule(s, d, r, plan_scratch, NCCLX_M2N_MAX_TRANSFERS, "cap", &w));
-        worst = w.num_edges > worst ? w.num_edges : worst;
-        *sends = w.num_sends > *sends ? w.num_sends : *sends;
-        *recvs = w.num_edges - w.num_sends > *recvs ? w.num_edges - w.num_sends : *recvs;
-    }
-    return worst;
-}
-
-/* The bound is exactly the most transfers any rank has (ranks that send and ranks that
- * receive are different ranks, except in a self copy, which has one of each). */
-static uint32_t check_bound(const ncclx_m2n_side_t *src, const ncclx_m2n_side_t *dst,
-                            uint32_t world, uint32_t *worst)
-{
-    ncclx_m2n_geom_t s, d;
-    uint32_t sends, recvs, bound;
-    assert_ncclx_ok(ncclx_m2n_geom(src, "src", world, &s));
-    assert_ncclx_ok(ncclx_m2n_geom(dst, "dst", world, &d));
-    bound = ncclx_m2n_transfer_bound(&s, &d);
-    *worst = worst_rank(&s, &d, world, &sends, &recvs);
-    assert_int_equal(bound, *worst);
-    assert_true(bound <= sends + recvs);
-    return bound;
-}
-
-static void test_transfer_bound(void **state)
-{
-    (void)state;
-    uint32_t worst;
-    for (int n = 0; n < 600; n++) {
-        ncclx_m2n_side_t src, dst;
-        const uint32_t world = n % 8 == 0 ? 1 : 2 + below(SIM_WORLD - 1);
-        random_in_world(&src, &dst, world);
-        (void)check_bound(&src, &dst, world, &worst);
-    }
-    /* Meshes over several nodes (replicas on a destination's node serve it first): the bound
-     * still covers every rank's transfers. */
-    for (int n = 0; n < 300; n++) {
-        ncclx_m2n_side_t src, dst;
-        ncclx_m2n_geom_t s, d;
-        uint32_t sends, recvs;
-        const uint32_t world = 2 + below(SIM_WORLD - 1);
-        random_in_world(&src, &dst, world);
-        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", world, &s));
-        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", world, &d));
-        s.node_size = d.node_size = 1 + below(4);
-        assert_true(ncclx_m2n_transfer_bound(&s, &d) >= worst_rank(&s, &d, world, &sends, &recvs));
-    }
-    /* Copies on ranks 3 (node 0) and 4 (node 1), 3 replicas on ranks 5-7 (node 1), nodes of 4:
-     * rank 4 serves all 3, more than the block rule's ceil(3 / 2). */
-    {
-        const ncclx_m2n_side_t src = line_side(3, 2, 0), dst = line_side(5, 3, 0);
-        ncclx_m2n_geom_t s, d;
-        uint32_t sends, recvs;
-        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 8, &s));
-        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 8, &d));
-        s.node_size = d.node_size = 4;
-        assert_int_equal(worst_rank(&s, &d, 8, &sends, &recvs), 3);
-        assert_true(ncclx_m2n_transfer_bound(&s, &d) >= 3);
-    }
-    /* One source replicated to 4: it sends 4 times. */
-    {
-        const ncclx_m2n_side_t src = line_side(0, 1, 0), dst = line_side(1, 4, 0);
-        assert_true(check_bound(&src, &dst, 5, &worst) >= 4);
-        assert_int_equal(worst, 4);
-    }
-    /* Dim 0 cut in 4, then in 2: each destination receives from 2 sources. */
-    {
-        const ncclx_m2n_side_t src = line_side(0, 4, 1), dst = line_side(4, 2, 1);
-        assert_true(check_bound(&src, &dst, 6, &worst) >= 2);
-        assert_int_equal(worst, 2);
-    }
-    /* Cut in 2, then in 4: each source sends to 2 destinations. */
-    {
-        const ncclx_m2n_side_t src = line_side(0, 2, 1), dst = line_side(2, 4, 1);
-        assert_true(check_bound(&src, &dst, 6, &worst) >= 2);
-        assert_int_equal(worst, 2);
-    }
-    /* A self copy: one send and one receive on rank 0. */
-    {
-        const ncclx_m2n_side_t one = line_side(0, 1, 0);
-        assert_int_equal(check_bound(&one, &one, 1, &worst), 2);
-        assert_int_equal(worst, 2);
-    }
-}
-
-/* The grid of the direct path: a sending pair keeps one block (it only signals) and the
- * receiving pairs take the rest by bytes; the ring's grid shares the budget by bytes among
- * every pair. */
-static void test_direct_blocks(void **state)
-{
-    (void)state;
-    static ncclx_m2n_geom_t s, d;
-    static ncclx_m2n_rank_plan_t p;
-    ncclx_m2n_side_t src = line_side(0, 1, 0), dst = line_side(1, 1, 0);
-    src.local_shape[0] = dst.local_shape[0] = 1u << 20; /* 256 slices of 4 KiB: 128 channels */
-    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 2, &s));
-    assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 2, &d));
-    for (int direct = 0; direct < 2; direct++) {
-        /* A copy from rank 0 to rank 1, 132 blocks each. */
-        assert_ncclx_ok(
-            ncclx_m2n_plan_rank(&s, &d, 1, 0, 2, 4096, 128, 132, direct, plan_scratch, &p));
-        assert_int_equal(p.num_pairs, 1);
-        assert_int_equal(p.pairs[0].channels, 128);
-        assert_int_equal(p.blocks, direct ? 1 : 128);
-        assert_ncclx_ok(
-            ncclx_m2n_plan_rank(&s, &d, 1, 1, 2, 4096, 128, 132, direct, plan_scratch, &p));
-        assert_int_equal(p.blocks, 128);
-    }
-    /* A self copy (a one-rank context): a send and a receive on one rank. */
-    src = line_side(0, 1, 0);
-    src.local_shape[0] = 1u << 20;
-    assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 1, &s));
-    for (int direct = 0; direct < 2; direct++) {
-        assert_ncclx_ok(
-            ncclx_m2n_plan_rank(&s, &s, 1, 0, 1, 4096, 128, 132, direct, plan_scratch, &p));
-        assert_int_equal(p.num_pairs, 2);
-        for (uint32_t k = 0; k < 2; k++) {
-            /* Staged: 1 + 130 / 2 each; direct: the receive 1 + 130, at most its 128 channels. */
-            const uint32_t want = direct ? (p.pairs[k].send ? 1 : 128) : 66;
-            assert_int_equal(p.pairs[k].blocks, want);
-        }
-    }
-}
-
 /* A launch beyond the per-launch arrays is refused, naming the bound: 33 tensors of one source
  * replicated to 8 (264 sends on the source, 256 fit), and one source replicated to 69 (69 send
  * pairs, 64 fit). */
@@ -904,8 +733,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launch_protocol),    cmocka_unit_test(test_ring_shape),
-        cmocka_unit_test(test_channel_rounds),     cmocka_unit_test(test_transfer_bound),
-        cmocka_unit_test(test_plan_rank_refusals), cmocka_unit_test(test_direct_blocks),
+        cmocka_unit_test(test_channel_rounds),     cmocka_unit_test(test_plan_rank_refusals),
         cmocka_unit_test(test_direct_exact_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
