@@ -71,6 +71,11 @@ void lib_begin(void);
 void lib_end(void);
 void lib_assert_none(const char *where);
 size_t dtype_size(ncclxDataType_t t);
+/* An element of dtype t (BF16, FP16, FP32) as a float, and back (nearest even). */
+float ht_to_float(const uint8_t *p, ncclxDataType_t t);
+void ht_from_float(float f, uint8_t *p, ncclxDataType_t t);
+/* Bytes of one rank's layout tensor (L + 1 int64 slots, 16-byte aligned). */
+size_t ht_layout_stride(const ht_run_t *run);
 void *dmalloc(size_t bytes);
 void *hmalloc(size_t bytes);
 void ht_open(ht_run_t *run, const ht_case_t *c);
@@ -112,5 +117,18 @@ int ht_direct_path(const ht_run_t *run);
  *  mantissa random; BF16/FP32 2^-20 .. 2^20, FP16 2^-10 .. 2^8), so that FP32 sums depend on
  *  their order: the combine's summation tree is then visible bit for bit.  Uploads them. */
 void ht_wide_expert_out(ht_run_t *run);
+
+/* Random routing in which every rank sends its whole batch (so every rank sends to every
+ * other), outputs poisoned, routed. */
+static inline void ht_route_full_batches(ht_run_t *run)
+{
+    ht_fill(run, HT_RANDOM, 0, 0);
+    for (uint32_t r = 0; r < run->R; r++) {
+        run->r[r].n = run->c.tokens;
+    }
+    ht_fill(run, HT_RANDOM, 0, 1);
+    ht_poison(run);
+    ht_route(run);
+}
 
 #endif /* NCCLX_TEST_EP_HT_HARNESS_H_ */

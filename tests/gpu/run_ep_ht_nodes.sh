@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 The libncclx authors.
-# tests/gpu/test_ep_ht again with its loopback teams shaped as emulated nodes (TEST_NODES,
+# tests/gpu/test_ep_ht and test_ep_ht_late again with their loopback teams shaped as emulated nodes (TEST_NODES,
 # tests/gpu/ep_ll_harness.c): every team of 2, 4 and 8 ranks then spans 2 (and, in the second
 # run, 4) load/store domains, so routing, dispatch and combine cross the emulated network
 # through the relays (docs/ep-ht.md), with every output checked bit for bit as on one domain.
@@ -19,4 +19,6 @@ elif ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
 fi
 bin="$top_builddir/tests/gpu"
 TEST_NODES=2 timeout 900 "$bin/test_ep_ht"
-TEST_NODES=4 exec timeout 900 "$bin/test_ep_ht"
+TEST_NODES=2 timeout 300 "$bin/test_ep_ht_late"
+TEST_NODES=4 timeout 900 "$bin/test_ep_ht"
+TEST_NODES=4 exec timeout 300 "$bin/test_ep_ht_late"
