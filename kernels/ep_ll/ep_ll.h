@@ -9,6 +9,8 @@
  *   dispatch receive area [2][R][T] messages of msg_bytes: (parity, source, slot)
  *   combine receive area  [2][T][combine_slots] rows of combine_slot_bytes: (parity, token, j)
  *   signals               [2][R] x {dispatch, combine} uint64: (parity, source)
+ *   dispatch counts       expert-major: [2][R][L] int32: (parity, source, local expert), the
+ *                         rows the source sends each local expert, stored before its signal
  *   mask words (enable_mask) clean round one [R] uint64, clean round two [R] uint64, and
  *                         evicted [R] uint32 (rank r was masked by some rank's timeout)
  * The message and signal formats are in ep_ll_wire.h; docs/ep-ll.md lists every word.
@@ -60,6 +62,7 @@ typedef struct {
     int lsa_base, lsa_size;
     ncclx_net_desc_t net;
     size_t net_dispatch_out, net_combine_out; /* symmetric: [R - lsa][T] messages, rows */
+    size_t net_dispatch_counts; /* symmetric, expert-major: [R - lsa][L] int32 counts out */
     int net_combine_rows; /* staged combine rows per message: expert-major min(K, L), else 1 */
     /* With a mask (enable_mask) across domains: remote sources' combine rows land here, laid out
      * as their staging, and are copied into the combine area once the source counts (so late
@@ -69,6 +72,7 @@ typedef struct {
     unsigned long long *net_base; /* device [4][R]: op signal counts at the last clean */
     int net_signal_base;
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
+    size_t dispatch_counts;                      /* expert-major groups: [2][R][L] int32 (above) */
     size_t msg_bytes;
     size_t combine_slot_bytes;
     int combine_slots;
@@ -86,9 +90,12 @@ typedef struct {
     unsigned int *evicted; /* this rank's own evicted words (symmetric, local address) */
 } ncclx_ep_ll_group_desc_t;
 
-/* One handle's device memory (see ncclx_ep_ll_handle_layout_t). */
+/* One handle's device memory (see ncclx_ep_ll_handle_layout_t).  Expert-major also has
+ * expert_slot [T, K] (the token's index among this rank's tokens to the entry's expert, in token
+ * order) and expert_count [E] (this rank's tokens to each expert), both from the routing. */
 typedef struct {
     int32_t *idx, *route, *send_count, *recv_count, *recv_tok, *recv_pos;
+    int32_t *expert_slot, *expert_count;
     int num_tokens, topk, expert_major, global_ids;
 } ncclx_ep_ll_handle_desc_t;
 
@@ -140,6 +147,11 @@ cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_desc_t *g,
                                            const ncclx_ep_ll_handle_desc_t *h,
                                            const ncclx_ep_ll_combine_desc_t *a,
                                            cudaStream_t stream);
+
+/** The grid of the dispatch send for a handle of num_tokens tokens of row_bytes: no more blocks
+ *  than its (token, chunk) units need, at most g->blocks, at least 1. */
+int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
+                                     size_t row_bytes);
 
 /** Waits for every source and unpacks into the dispatch outputs (receive phase). */
 cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,

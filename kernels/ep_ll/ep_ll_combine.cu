@@ -9,6 +9,8 @@
  * reproducible; the last block ends the operation (op_end).  Which ranks arrived is decided
  * once per rank (wait_source), so every block reduces over the same rows.
  */
+#include <algorithm>
+
 #include "ep_ll_common.cuh"
 
 namespace ncclx
@@ -36,9 +38,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                         ncclx_ep_ll_combine_desc_t a)
 {
     __shared__ LiveView view;
+    // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch.cu, RecvPlan).
+    extern __shared__ int list_smem[];
+    int *count = list_smem, *start = list_smem + g.ranks;
     const Op op = op_begin(&g.state->combine_seq);
     progress_begin(g, op); // before this block's first look at the evicted word
     load_live_view(g, view);
+    // The messages of the handle's dispatch, as one list (a source out of view sends nothing).
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        count[s] = view.has(s) ? h.recv_count[s] : 0;
+    }
+    __syncthreads();
+    source_starts(count, start, g.ranks);
     const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
@@ -48,10 +59,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // peer has evicted this rank (it was late), it must not store one more row.
     const unsigned *stop = g.evicted != nullptr ? &g.evicted[g.rank] : nullptr;
     bool going = true;
-    for (int u = warp; going && u < g.ranks * T * chunks; u += warps) {
-        const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        const int tok = i < h.recv_count[s] ? h.recv_tok[m] : NCCLX_EP_TOKEN_DROPPED;
-        if (tok == NCCLX_EP_TOKEN_DROPPED || !view.has(s)) {
+    for (int u = warp; going && u < start[g.ranks] * chunks; u += warps) {
+        const int n = u / chunks, c = u % chunks, s = source_of(start, g.ranks, n);
+        const int i = n - start[s], m = s * T + i;
+        const int tok = h.recv_tok[m];
+        if (tok == NCCLX_EP_TOKEN_DROPPED) {
             continue;
         }
         const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
@@ -294,7 +306,8 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        const ncclx_ep_ll_combine_desc_t *a,
                                                        cudaStream_t stream)
 {
-    ncclx::combine_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
+    ncclx::combine_send_kernel<<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
         err = ncclx_ep_ll_launch_combine_net(g, h, a, stream);
@@ -313,7 +326,12 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
             return err;
         }
     }
-    ncclx::combine_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    // No more blocks than the handle's (token, 256-element chunk) units need (see dispatch send).
+    const size_t units =
+        (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
+    const int blocks = (int)std::min<size_t>(
+        (size_t)g->blocks, std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
+    ncclx::combine_recv_kernel<<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     return cudaGetLastError();
 }
 

@@ -455,6 +455,51 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
     }
 }
 
+// ---- the received messages as one list ----
+
+// start[s] = sum of count[r] over r < s, for s <= R (shared memory, every thread calls it; warp 0
+// scans 32 sources at a time).  The list of (source, message) then has start[R] entries: the
+// kernels walk it instead of all R x T slots, so a rank that got one token does one unit of work.
+__device__ __forceinline__ void source_starts(const int *count, int *start, int ranks)
+{
+    if (threadIdx.x < kWarpSize) {
+        const int lane = threadIdx.x;
+        int running = 0;
+        for (int s0 = 0; s0 < ranks; s0 += kWarpSize) {
+            const int s = s0 + lane;
+            const int n = s < ranks ? count[s] : 0;
+            int incl = n;
+            for (int off = 1; off < kWarpSize; off <<= 1) {
+                const int up = __shfl_up_sync(0xffffffffu, incl, off);
+                incl += lane >= off ? up : 0;
+            }
+            if (s < ranks) {
+                start[s] = running + incl - n;
+            }
+            running += __shfl_sync(0xffffffffu, incl, kWarpSize - 1);
+        }
+        if (lane == 0) {
+            start[ranks] = running;
+        }
+    }
+    __syncthreads();
+}
+
+// The source of entry n of the list: the last s with start[s] <= n (n < start[R]).
+__device__ __forceinline__ int source_of(const int *start, int ranks, int n)
+{
+    int lo = 0, hi = ranks - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (start[mid] <= n) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
+}
+
 // Lane k holds d, the rank of top-k entry k (-1: none).  Sets first on the lane of each
 // rank's first entry and returns the rank order of d among the token's distinct destination
 // ranks: the slot of rank-major combine rows.  Every destination counts, masked or not, so

@@ -3,12 +3,15 @@
  *
  * LL dispatch.  Send: each warp takes a (token, chunk) and stores it once into every
  * destination rank's receive area (quantizing to FP8 on the way for that recipe); the grid's
- * last block then signals every rank with its message count.  Receive: wait for every
- * source and record each message's token (meta), number the rows of each local expert in
- * (source, token) order (positions, expert-major only), then copy the messages into the
- * caller's outputs (unpack); unpack's last block ends the operation (op_end).
+ * last block then gives every rank this rank's row count per local expert of that rank
+ * (expert-major) and signals it with its message count.  Receive, two kernels: wait for every
+ * source (a block or two), then the copy: learn from the counts where each (local expert,
+ * source)'s rows start (rows of an expert are in (source, token) order: the routing numbered
+ * each source's tokens per expert, and that number travels in the message's top-k entries), and
+ * copy each received message straight to its output rows; its last block ends the operation
+ * (op_end).
  */
-#include <cub/block/block_scan.cuh>
+#include <algorithm>
 
 #include "ep_ll_common.cuh"
 
@@ -88,10 +91,14 @@ __device__ __forceinline__ void write_headers(const ncclx_ep_ll_handle_desc_t &h
                                               int t, const TokenRoute &r, int lane)
 {
     float w = 0.0f;
+    int slot = 0;
     if (lane < h.topk && a.topk_weights != nullptr) {
         w = a.topk_weights[t * h.topk + lane];
     }
-    const int2 entry = make_int2(r.expert, __float_as_int(w));
+    if (lane < h.topk && h.expert_major) {
+        slot = h.expert_slot[t * h.topk + lane];
+    }
+    const int2 entry = make_int2(ncclx_ep_pack_entry(r.expert, slot), __float_as_int(w));
     for (unsigned rest = r.msgs.lanes; rest != 0; rest &= rest - 1) {
         const int j = __ffs(rest) - 1;
         char *msg = target_of(r.msgs, j);
@@ -174,6 +181,47 @@ __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv
     }
 }
 
+// The dispatch counts region of the rank whose arena starts at base: [2][R][L] int32, the rows
+// source s sends each local expert of that rank in the operation of this parity.
+__device__ __forceinline__ int32_t *expert_counts(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                                  int parity, int source)
+{
+    return reinterpret_cast<int32_t *>(base + g.dispatch_counts) +
+           ((size_t)parity * g.ranks + source) * g.local_experts;
+}
+
+// The send's last block, one warp per destination d in view: expert-major, this rank's row count
+// for each local expert of d (stored into d's counts, or staged for the network kernel's put),
+// then d's signal with the message count, released after the counts (the warp's barrier orders
+// its lanes' stores before lane 0's release).
+__device__ __forceinline__ void signal_destinations(const ncclx_ep_ll_group_desc_t &g,
+                                                    const ncclx_ep_ll_handle_desc_t &h,
+                                                    const ncclx_ep_ll_dispatch_desc_t &a,
+                                                    const LiveView &view, const Op &op)
+{
+    const int lane = threadIdx.x % kWarpSize, L = g.local_experts;
+    for (int d = threadIdx.x / kWarpSize; d < g.ranks; d += kWarps) {
+        if (!view.has(d)) {
+            continue;
+        }
+        const bool remote = is_remote(g, d);
+        if (h.expert_major) {
+            int32_t *to =
+                remote ? reinterpret_cast<int32_t *>(peer_base(g, g.rank) + g.net_dispatch_counts) +
+                             (size_t)remote_index(g, d) * L
+                       : expert_counts(peer_base(g, d), g, op.parity, g.rank);
+            for (int l = lane; l < L; l += kWarpSize) {
+                to[l] = h.expert_count[d * L + l];
+            }
+            __syncwarp();
+        }
+        if (lane == 0 && !remote) {
+            st_release_sys(signal_at(peer_base(g, d), g, op.parity, g.rank, 0),
+                           ncclx_ep_signal_word(op.tag, a.op, (unsigned)h.send_count[d]));
+        }
+    }
+}
+
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
@@ -215,106 +263,77 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
     // ranks are signalled by the network kernel, after their puts.
     if (last_block(&g.state->dispatch_arrive) && !self_out(g)) {
-        for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-            if (view.has(d) && !is_remote(g, d)) {
-                st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 0),
-                               ncclx_ep_signal_word(op.tag, a.op, (unsigned)h.send_count[d]));
-            }
-        }
+        signal_destinations(g, h, a, view, op);
     }
 }
 
-// One thread per (source, slot): learn what the source sent (wait_source: the same answer
-// for every thread), then check and record the message's token.  A message whose header
-// carries another operation word or tag is dropped and reported, never read.
-__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
-    dispatch_meta_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
-                         ncclx_ep_ll_dispatch_desc_t a)
+// What every block of the receive learns before it moves a row, in dynamic shared memory sized
+// for the group (recv_plan_bytes): the messages each source sent (0 when the source does not
+// count in this operation), where each source's messages start in the list of received messages,
+// and expert-major where each (local expert, source)'s rows start in the expert's output:
+// [L][R + 1], the last column the expert's row count.  Sized for the group rather than for the
+// largest group: a block that asks for much shared memory may not share an SM with the other
+// ranks' kernels of a loopback team, and then the spinning receive blocks of some ranks could
+// keep another rank's send from running.
+struct RecvPlan {
+    int *count, *start, *row;
+};
+
+__host__ __device__ __forceinline__ size_t recv_plan_bytes(int ranks, int local_experts,
+                                                           int expert_major)
 {
-    __shared__ LiveView view;
-    load_live_view(g, view);
-    const Op op = op_begin(&g.state->dispatch_seq);
-    const int T = g.max_tokens, K = h.topk;
-    char *self = peer_base(g, g.rank);
-    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < g.ranks * T;
-         m += gridDim.x * blockDim.x) {
-        const int s = m / T, i = m % T;
-        const int got = wait_source(g, kDispatchDir, s, op, a.op, view.has(s));
-        const int count = got < 0 ? 0 : min(got, T);
-        if (i == 0) {
-            h.recv_count[s] = count;
-            if (!h.expert_major) {
-                a.out_counts[s] = count;
-            }
-        }
-        if (i >= count) {
-            continue;
-        }
-        const char *msg = message_at(self, g, op.parity, s, i);
-        const int4 header = *reinterpret_cast<const int4 *>(msg);
-        const bool valid = (unsigned)header.z == a.op && (unsigned)header.w == op.tag;
-        if (!valid) {
-            report_error(g, kErrorMismatch);
-        }
-        h.recv_tok[m] = valid ? ncclx_ep_pack_token(header.x, header.y) : NCCLX_EP_TOKEN_DROPPED;
-        if (h.expert_major) {
-            const int2 *entries = topk_entries(msg);
-            for (int k = 0; k < K; k++) {
-                const int e = entries[k].x;
-                if (!valid || e < 0 || e / g.local_experts != g.rank) {
-                    h.recv_pos[(size_t)m * K + k] = -1;
-                }
-            }
-        }
-    }
+    return ((size_t)2 * ranks + 1 + (expert_major ? (size_t)local_experts * (ranks + 1) : 0)) *
+           sizeof(int);
 }
 
-// Whether message m of the handle's last dispatch was received and accepted.
-__device__ __forceinline__ bool accepted(const ncclx_ep_ll_group_desc_t &g,
-                                         const ncclx_ep_ll_handle_desc_t &h, int m)
+// Expert-major: row[l][s] = rows of local expert l from the sources before s, by the counts the
+// sources stored before their signals (clamped to their message counts, so that no count read
+// here can place a row past the expert's R x T rows).  Every count is loaded at once (one
+// coalesced pass), then summed in shared memory: a thread per expert for small teams, a warp per
+// expert for large ones.
+__device__ __forceinline__ void plan_expert_rows(const ncclx_ep_ll_group_desc_t &g,
+                                                 const RecvPlan &p, int parity)
 {
-    return m % g.max_tokens < h.recv_count[m / g.max_tokens] &&
-           h.recv_tok[m] != NCCLX_EP_TOKEN_DROPPED;
-}
-
-// Expert-major: one block per local expert numbers its rows in (source, slot) order.
-__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
-    dispatch_positions_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
-                              ncclx_ep_ll_dispatch_desc_t a)
-{
-    using Scan = cub::BlockScan<int, NCCLX_EP_THREADS>;
-    __shared__ typename Scan::TempStorage scan_storage;
-    const int parity = op_begin(&g.state->dispatch_seq).parity, T = g.max_tokens, K = h.topk;
-    const int rows = g.ranks * T;
-    char *self = peer_base(g, g.rank);
-    for (int e = blockIdx.x; e < g.local_experts; e += gridDim.x) {
-        const int expert = g.rank * g.local_experts + e;
-        int base = 0;
-        for (int m0 = 0; m0 < rows; m0 += blockDim.x) {
-            const int m = m0 + threadIdx.x;
-            const int2 *entries = nullptr;
-            int mine = 0, pos = 0, total = 0;
-            if (m < rows && accepted(g, h, m)) {
-                entries = topk_entries(message_at(self, g, parity, m / T, m % T));
-                for (int k = 0; k < K; k++) {
-                    mine |= entries[k].x == expert;
-                }
+    const int R = g.ranks, L = g.local_experts, lane = threadIdx.x % kWarpSize;
+    const int32_t *counts = expert_counts(peer_base(g, g.rank), g, parity, 0);
+    for (int i = threadIdx.x; i < R * L; i += blockDim.x) {
+        const int s = i / L, l = i % L;
+        p.row[(size_t)l * (R + 1) + s] = p.count[s] > 0 ? min(max(counts[i], 0), p.count[s]) : 0;
+    }
+    __syncthreads();
+    if (R <= kWarpSize) {
+        for (int l = threadIdx.x; l < L; l += blockDim.x) {
+            int *row = p.row + (size_t)l * (R + 1), running = 0;
+            for (int s = 0; s < R; s++) {
+                const int n = row[s];
+                row[s] = running;
+                running += n;
             }
-            Scan(scan_storage).ExclusiveSum(mine, pos, total);
-            __syncthreads();
-            if (mine) {
-                for (int k = 0; k < K; k++) {
-                    if (entries[k].x == expert) {
-                        h.recv_pos[(size_t)m * K + k] = e * rows + base + pos;
-                    }
-                }
-            }
-            base += total;
+            row[R] = running;
         }
-        if (threadIdx.x == 0) {
-            a.out_counts[e] = base;
+        __syncthreads();
+        return;
+    }
+    for (int l = threadIdx.x / kWarpSize; l < L; l += kWarps) {
+        int *row = p.row + (size_t)l * (R + 1), running = 0;
+        for (int s0 = 0; s0 < R; s0 += kWarpSize) {
+            const int s = s0 + lane;
+            const int n = s < R ? row[s] : 0;
+            int incl = n;
+            for (int off = 1; off < kWarpSize; off <<= 1) {
+                const int up = __shfl_up_sync(0xffffffffu, incl, off);
+                incl += lane >= off ? up : 0;
+            }
+            if (s < R) {
+                row[s] = running + incl - n;
+            }
+            running += __shfl_sync(0xffffffffu, incl, kWarpSize - 1);
+        }
+        if (lane == 0) {
+            row[R] = running;
         }
     }
+    __syncthreads();
 }
 
 __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
@@ -324,7 +343,7 @@ __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
 {
     const int2 *entries = topk_entries(msg);
     if (lane < h.topk) {
-        const int e = valid ? entries[lane].x : -1;
+        const int e = valid ? ncclx_ep_entry_expert(entries[lane].x) : -1;
         const bool mine = e >= 0 && e / g.local_experts == g.rank;
         long long id = mine ? (h.global_ids ? e : e - g.rank * g.local_experts) : -1;
         size_t at = (size_t)m * h.topk + lane;
@@ -338,26 +357,95 @@ __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
     }
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
-    dispatch_unpack_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
-                           ncclx_ep_ll_dispatch_desc_t a)
+// Expert-major: lane k's output row of message m (source s) for top-k entry k, or -1 when the
+// entry is empty, another rank's, or its expert slot is past what the source said it sent that
+// expert (reported: a row is never written outside its expert's rows).
+__device__ __forceinline__ int expert_row(const ncclx_ep_ll_group_desc_t &g, const RecvPlan &p,
+                                          const int2 *entries, int K, int s, int lane)
 {
+    const int word = lane < K ? entries[lane].x : -1;
+    const int e = ncclx_ep_entry_expert(word), slot = ncclx_ep_entry_slot(word);
+    if (e < 0 || e / g.local_experts != g.rank) {
+        return -1;
+    }
+    const int l = e - g.rank * g.local_experts;
+    const int *row = p.row + (size_t)l * (g.ranks + 1);
+    if (slot >= row[s + 1] - row[s]) {
+        report_error(g, kErrorMismatch);
+        return -1;
+    }
+    return l * g.ranks * g.max_tokens + row[s] + slot;
+}
+
+// The receive's wait, one thread per source (a block or two: few blocks spin, so that a peer's
+// routing and send always find room on the GPU beside them): learn what each source sent
+// (wait_source: one answer for the rank) and record it for the copy.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    dispatch_wait_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                         ncclx_ep_ll_dispatch_desc_t a)
+{
+    __shared__ LiveView view;
+    load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
-    const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < g.ranks) {
+        const int got = wait_source(g, kDispatchDir, s, op, a.op, view.has(s));
+        h.recv_count[s] = got < 0 ? 0 : min(got, g.max_tokens);
+        if (!h.expert_major) {
+            a.out_counts[s] = h.recv_count[s];
+        }
+    }
+}
+
+// The receive's copy: every block learns where every row goes (RecvPlan), then its warps take
+// (message, chunk) units of the list of received messages: check the header (another operation word
+// or tag: dropped and reported, never read), record the token for combine (chunk 0), and copy the
+// payload straight to its output rows.  The last block ends the operation.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    dispatch_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                         ncclx_ep_ll_dispatch_desc_t a)
+{
+    extern __shared__ int recv_smem[];
+    RecvPlan p;
+    p.count = recv_smem;
+    p.start = p.count + g.ranks;
+    p.row = p.start + g.ranks + 1;
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int parity = op.parity, T = g.max_tokens, K = h.topk, R = g.ranks;
+    const int lane = threadIdx.x % kWarpSize;
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    for (int s = threadIdx.x; s < R; s += blockDim.x) {
+        p.count[s] = h.recv_count[s]; // dispatch_wait_kernel's answer
+    }
+    __syncthreads();
+    source_starts(p.count, p.start, R);
+    if (h.expert_major) {
+        plan_expert_rows(g, p, parity);
+        for (int l = threadIdx.x; blockIdx.x == 0 && l < g.local_experts; l += blockDim.x) {
+            a.out_counts[l] = p.row[(size_t)l * (R + 1) + R];
+        }
+    }
     const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
     const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
     char *self = peer_base(g, g.rank);
-    for (int u = warp; u < g.ranks * T * chunks; u += warps) {
-        const int m = u / chunks, c = u % chunks, s = m / T, i = m % T;
-        if (i >= h.recv_count[s]) {
-            continue;
-        }
+    for (int u = warp; u < p.start[R] * chunks; u += warps) {
+        const int n = u / chunks, c = u % chunks, s = source_of(p.start, R, n);
+        const int i = n - p.start[s], m = s * T + i;
         const char *msg = message_at(self, g, parity, s, i);
-        if (h.recv_tok[m] == NCCLX_EP_TOKEN_DROPPED) {
-            // Rank-major: the row's top-k entries say that it holds nothing.
-            if (!h.expert_major && c == 0) {
-                unpack_rank_major_meta(g, h, a, msg, m, false, lane);
+        const int4 header = *reinterpret_cast<const int4 *>(msg);
+        const bool valid = (unsigned)header.z == a.op && (unsigned)header.w == op.tag;
+        if (!valid) {
+            if (c == 0) {
+                if (lane == 0) {
+                    report_error(g, kErrorMismatch);
+                    h.recv_tok[m] = NCCLX_EP_TOKEN_DROPPED;
+                }
+                if (h.expert_major && lane < K) {
+                    h.recv_pos[(size_t)m * K + lane] = -1;
+                } else if (!h.expert_major) {
+                    // The row's top-k entries say that it holds nothing.
+                    unpack_rank_major_meta(g, h, a, msg, m, false, lane);
+                }
             }
             continue;
         }
@@ -365,11 +453,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         // held one per lane, or the message's own row (rank-major).
         LaneTargets to;
         if (h.expert_major) {
-            const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
-            const unsigned same = __match_any_sync(0xffffffffu, p);
-            const bool first = p >= 0 && (same & lanemask_lt()) == 0;
+            const int pos = expert_row(g, p, topk_entries(msg), K, s, lane);
+            if (c == 0 && lane < K) {
+                h.recv_pos[(size_t)m * K + lane] = pos;
+            }
+            const unsigned same = __match_any_sync(0xffffffffu, pos);
+            const bool first = pos >= 0 && (same & lanemask_lt()) == 0;
             to.lanes = __ballot_sync(0xffffffffu, first);
-            to.mine = first ? static_cast<char *>(a.out_tokens) + (size_t)p * out_row : nullptr;
+            to.mine = first ? static_cast<char *>(a.out_tokens) + (size_t)pos * out_row : nullptr;
         } else {
             to.lanes = 1u;
             to.mine = static_cast<char *>(a.out_tokens) + (size_t)m * out_row;
@@ -378,6 +469,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         warp_copy_to(to, msg + poff, begin, end, lane);
         if (c != 0) {
             continue;
+        }
+        if (lane == 0) {
+            h.recv_tok[m] = ncclx_ep_pack_token(header.x, header.y);
         }
         if (a.scale_bytes > 0) {
             for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
@@ -401,12 +495,24 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 } // namespace
 } // namespace ncclx
 
+// No more blocks than the handle's (token, chunk) units need: a rank with one token launches
+// one block, and its last-block election and launch cost that much less.
+extern "C" int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
+                                                size_t row_bytes)
+{
+    const size_t units =
+        (size_t)num_tokens * ((row_bytes + ncclx::kChunkBytes - 1) / ncclx::kChunkBytes);
+    return (int)std::min<size_t>((size_t)g->blocks,
+                                 std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
+}
+
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
                                                         const ncclx_ep_ll_handle_desc_t *h,
                                                         const ncclx_ep_ll_dispatch_desc_t *a,
                                                         cudaStream_t stream)
 {
-    ncclx::dispatch_send_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    const int blocks = ncclx_ep_ll_dispatch_send_blocks(g, h->num_tokens, a->row_bytes);
+    ncclx::dispatch_send_kernel<<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
         err = ncclx_ep_ll_launch_dispatch_net(g, h, a, stream);
@@ -419,22 +525,17 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
                                                         const ncclx_ep_ll_dispatch_desc_t *a,
                                                         cudaStream_t stream)
 {
-    int meta_blocks = (g->ranks * g->max_tokens + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS;
-    ncclx::dispatch_meta_kernel<<<min(meta_blocks, g->blocks), NCCLX_EP_THREADS, 0, stream>>>(
-        *g, *h, *a);
-    if (h->expert_major) {
-        ncclx::dispatch_positions_kernel<<<min(g->local_experts, g->blocks), NCCLX_EP_THREADS, 0,
-                                           stream>>>(*g, *h, *a);
-    }
-    ncclx::dispatch_unpack_kernel<<<g->blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    ncclx::dispatch_wait_kernel<<<(g->ranks + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS,
+                                  NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    const size_t smem = ncclx::recv_plan_bytes(g->ranks, g->local_experts, h->expert_major);
+    ncclx::dispatch_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
 {
     const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
-                                   reinterpret_cast<const void *>(ncclx::dispatch_meta_kernel),
-                                   reinterpret_cast<const void *>(ncclx::dispatch_positions_kernel),
-                                   reinterpret_cast<const void *>(ncclx::dispatch_unpack_kernel)};
+                                   reinterpret_cast<const void *>(ncclx::dispatch_wait_kernel),
+                                   reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

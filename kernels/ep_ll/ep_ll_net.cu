@@ -23,10 +23,13 @@ static_assert(sizeof(ncclx_ep_dev_state_t) <= 256, "LL state fits NCCLX_EP_DEV_S
 constexpr size_t kNetPieceBytes = 64 * 1024;
 
 // The last block: the signal word of every remote rank in view, put into its slot (parity, this
-// rank, dir) with one network signal each; one warp per rank.
+// rank, dir) with one network signal each; one warp per rank.  An expert-major dispatch first
+// puts the rank's staged row counts per local expert into its counts (parity, this rank): on the
+// same context and peer, so the signal lands after them.
 __device__ __forceinline__ void signal_remote(const ncclx_ep_ll_group_desc_t &g,
                                               const LiveView &view, const Op &op, int dir,
-                                              unsigned op_word, const int32_t *counts)
+                                              unsigned op_word, const int32_t *counts,
+                                              bool expert_counts)
 {
     const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size;
     for (int ri = threadIdx.x / kWarpSize; ri < remote; ri += kWarps) {
@@ -35,9 +38,17 @@ __device__ __forceinline__ void signal_remote(const ncclx_ep_ll_group_desc_t &g,
             continue;
         }
         const unsigned count = counts != nullptr ? (unsigned)counts[d] : 0u;
+        if (expert_counts) {
+            const size_t row = (size_t)g.local_experts * sizeof(int32_t);
+            net_put_warp(g.net, d, g.dispatch_counts + ((size_t)op.parity * g.ranks + g.rank) * row,
+                         g.net_dispatch_counts + (size_t)ri * row, row, lane);
+        }
         const size_t slot = g.signals + ((size_t)(op.parity * g.ranks + g.rank) * 2 + dir) * 8;
         net_put_value_signal_warp(g.net, d, slot, ncclx_ep_signal_word(op.tag, op_word, count),
                                   net_signal_id(g, op.parity, dir, g.rank), 1ull, lane);
+    }
+    if (expert_counts) {
+        net_flush_warp(g.net, lane); // the next dispatch's send writes the count staging again
     }
 }
 
@@ -65,7 +76,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     net_flush_warp(g.net, lane);
     if (last_block(&g.state->net_arrive) && !self_out(g)) {
-        signal_remote(g, view, op, kDispatchDir, a.op, h.send_count);
+        signal_remote(g, view, op, kDispatchDir, a.op, h.send_count, h.expert_major != 0);
     }
 }
 
@@ -109,7 +120,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     net_flush_warp(g.net, lane);
     if (last_block(&g.state->net_arrive) && !self_out(g)) {
-        signal_remote(g, view, op, kCombineDir, a.op, nullptr);
+        signal_remote(g, view, op, kCombineDir, a.op, nullptr, false);
     }
 }
 

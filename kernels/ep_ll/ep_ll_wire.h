@@ -7,7 +7,8 @@
  *
  * A dispatch message, one per (source token, destination rank):
  *   [0, 16)                 header: source token, rank order, operation word, sequence tag
- *   [16, payload_offset)    max_topk entries of (int32 expert id, float32 weight)
+ *   [16, payload_offset)    max_topk entries of (int32 entry word, float32 weight): the entry
+ *                           word is ncclx_ep_pack_entry(expert id, expert slot), -1 for none
  *   [payload_offset, ...)   the token row; the scale row follows at scale_offset(row bytes)
  * A signal word (uint64), one per (parity, source) and direction:
  *   bits 63..32  sequence tag of the operation (never 0: a zeroed word never matches)
@@ -94,6 +95,33 @@ NCCLX_WIRE_FN int32_t ncclx_ep_packed_token(int32_t packed)
 NCCLX_WIRE_FN int32_t ncclx_ep_packed_order(int32_t packed)
 {
     return packed >> NCCLX_EP_TOKEN_BITS;
+}
+
+/* A top-k entry's word in a message: the expert id in the low 16 bits and, expert-major, the
+ * token's index among the sender's tokens to that expert (its expert slot, from the routing) in
+ * bits 30..16, so that the receiver knows where the row goes before it moves (the sender's count
+ * per expert gives the rest); -1 for an empty entry.  Rank-major the slot is 0: the word is the
+ * expert id. */
+#define NCCLX_EP_ENTRY_EXPERT_BITS 16
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_EXPERTS <= (1u << NCCLX_EP_ENTRY_EXPERT_BITS),
+                  "an expert id fits in the low 16 bits of an entry word");
+NCCLX_WIRE_ASSERT(NCCLX_EP_MAX_LL_TOKENS_PER_RANK <= (1u << 15),
+                  "an expert slot fits in bits 30..16 of an entry word");
+
+NCCLX_WIRE_FN int32_t ncclx_ep_pack_entry(int32_t expert, int32_t slot)
+{
+    return expert < 0 ? -1
+                      : (int32_t)((uint32_t)expert | (uint32_t)slot << NCCLX_EP_ENTRY_EXPERT_BITS);
+}
+
+NCCLX_WIRE_FN int32_t ncclx_ep_entry_expert(int32_t word)
+{
+    return word < 0 ? -1 : word & ((1 << NCCLX_EP_ENTRY_EXPERT_BITS) - 1);
+}
+
+NCCLX_WIRE_FN int32_t ncclx_ep_entry_slot(int32_t word)
+{
+    return word < 0 ? -1 : word >> NCCLX_EP_ENTRY_EXPERT_BITS;
 }
 
 /*

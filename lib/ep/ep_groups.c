@@ -51,6 +51,8 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->dispatch_recv = r->dispatch_recv;
     d->combine_recv = r->combine_recv;
     d->signals = r->signals;
+    d->dispatch_counts = r->dispatch_counts;
+    d->net_dispatch_counts = r->net_dispatch_counts;
     d->msg_bytes = g->dims.dispatch_msg_bytes;
     d->decisions = r->decisions != NCCLX_NO_REGION
                        ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions)

@@ -42,10 +42,12 @@ static void ncclx_ll_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
     d->send_count = (int32_t *)(base + ll.send_count);
     d->recv_count = (int32_t *)(base + ll.recv_count);
     d->recv_tok = (int32_t *)(base + ll.recv_tok);
-    d->recv_pos =
-        h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? (int32_t *)(base + ll.recv_pos) : NULL;
+    const int expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    d->recv_pos = expert_major ? (int32_t *)(base + ll.recv_pos) : NULL;
+    d->expert_slot = expert_major ? (int32_t *)(base + ll.expert_slot) : NULL;
+    d->expert_count = expert_major ? (int32_t *)(base + ll.expert_count) : NULL;
     d->topk = (int)h->config.topk;
-    d->expert_major = h->config.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    d->expert_major = expert_major;
     d->global_ids = (int)h->config.global_expert_ids;
 }
 

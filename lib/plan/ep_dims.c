@@ -53,6 +53,8 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
     h->recv_count = ncclx_handle_piece(&cursor, (size_t)d->ranks * 4);
     h->recv_tok = ncclx_handle_piece(&cursor, rt * 4);
     h->recv_pos = expert_major ? ncclx_handle_piece(&cursor, rt * d->topk * 4) : 0;
+    h->expert_slot = expert_major ? ncclx_handle_piece(&cursor, tk * 4) : 0;
+    h->expert_count = expert_major ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 

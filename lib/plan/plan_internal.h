@@ -69,6 +69,7 @@ typedef struct {
     size_t combine_recv;     /* symmetric */
     size_t signals;          /* symmetric */
     size_t mask_words;       /* symmetric, LL with enable_mask: clean slots and evicted words */
+    size_t dispatch_counts;  /* symmetric, LL expert-major: [2][R][L] int32 rows per local expert */
     size_t state;            /* device */
     size_t decisions;        /* device, LL: [2][R] what this rank concluded about each source */
     size_t mask;             /* device, LL with enable_mask */
@@ -84,14 +85,15 @@ typedef struct {
     size_t ht_counters;      /* device, HT: [R][E] + [R][R] int32 routing counts */
     /* Across load/store domains (docs/multi-node.md): what this rank puts to ranks of other
      * domains is staged here (the network moves bytes between symmetric arenas only). */
-    size_t net_dispatch_out;   /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
-    size_t net_combine_out;    /* symmetric, LL: [R - lsa][T][net_combine_rows] rows */
-    uint32_t net_combine_rows; /* LL: rows a message returns at most (expert-major: min(K, L)) */
-    size_t net_combine_in;     /* symmetric, LL with a mask: remote sources' rows, as staged */
-    size_t net_mask;           /* device, LL with a mask: clean counters [2][R], bases [4][R] */
-    uint32_t net_signal_base;  /* LL: first of its network signals: (parity, dir) x source, then
-                                  with a mask clean rounds one and two x source; HT: 6 kinds x
-                                  peer (docs/plan-sizing.md, HT across load/store domains) */
+    size_t net_dispatch_out;    /* symmetric, LL: [R - lsa][T] messages, by remote rank and slot */
+    size_t net_dispatch_counts; /* symmetric, LL expert-major: [R - lsa][L] int32 counts out */
+    size_t net_combine_out;     /* symmetric, LL: [R - lsa][T][net_combine_rows] rows */
+    uint32_t net_combine_rows;  /* LL: rows a message returns at most (expert-major: min(K, L)) */
+    size_t net_combine_in;      /* symmetric, LL with a mask: remote sources' rows, as staged */
+    size_t net_mask;            /* device, LL with a mask: clean counters [2][R], bases [4][R] */
+    uint32_t net_signal_base;   /* LL: first of its network signals: (parity, dir) x source, then
+                                   with a mask clean rounds one and two x source; HT: 6 kinds x
+                                   peer (docs/plan-sizing.md, HT across load/store domains) */
     /* HT across load/store domains (hierarchical: one network crossing per destination node, to
      * a relay rank there); NCCLX_NO_REGION on one domain and for LL groups. */
     size_t ht_net_maps;        /* symmetric: [R][T][ceil(E / 32)] uint32, remote ranks' maps */
@@ -167,13 +169,16 @@ ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
 /** Byte offsets of the pieces of one LL handle's device memory (see docs/plan-sizing.md). */
 typedef struct {
-    size_t idx;        /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
-    size_t route;      /* int32 [T, K]: slot of the token at the entry's destination rank */
-    size_t send_count; /* int32 [R]: tokens sent to each rank */
-    size_t recv_count; /* int32 [R]: tokens received from each rank */
-    size_t recv_tok;   /* int32 [R, T]: ncclx_ep_pack_token(token, order) or dropped */
-    size_t recv_pos;   /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
-    size_t bytes;      /* the whole handle, 256-byte multiple */
+    size_t idx;          /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
+    size_t route;        /* int32 [T, K]: slot of the token at the entry's destination rank */
+    size_t send_count;   /* int32 [R]: tokens sent to each rank */
+    size_t recv_count;   /* int32 [R]: tokens received from each rank */
+    size_t recv_tok;     /* int32 [R, T]: ncclx_ep_pack_token(token, order) or dropped */
+    size_t recv_pos;     /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
+    size_t expert_slot;  /* int32 [T, K]: the token's index among this rank's tokens to the
+                            entry's expert (expert-major) */
+    size_t expert_count; /* int32 [E]: this rank's tokens to each expert (expert-major) */
+    size_t bytes;        /* the whole handle, 256-byte multiple */
 } ncclx_ep_ll_handle_layout_t;
 
 void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,

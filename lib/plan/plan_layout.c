@@ -80,7 +80,7 @@ static ncclxResult_t ncclx_reserve_product(ncclx_layout_t *layout, ncclxMemClass
 }
 
 static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, int ll, int mask,
-                                               const ncclx_ep_dims_t *d,
+                                               int expert_major, const ncclx_ep_dims_t *d,
                                                ncclx_ep_group_regions_t *r)
 {
     const size_t buffers = ll ? NCCLX_EP_LL_BUFFERS : 1;
@@ -94,9 +94,16 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
                                       NCCLX_EP_SIGNAL_BYTES, &r->signals));
     /* Clean's round-one and round-two slots (uint64 per source) and the evicted words (uint32
      * per rank): never reset by a clean as a whole (see kernels/ep_ll/ep_ll_mask.cu). */
-    return ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "mask words",
-                         mask ? (size_t)d->ranks * (2 * sizeof(uint64_t) + sizeof(uint32_t)) : 0, 1,
-                         &r->mask_words);
+    NCCLX_CHECK(
+        ncclx_reserve(layout, NCCLX_MEM_SYMMETRIC, gi, "mask words",
+                      mask ? (size_t)d->ranks * (2 * sizeof(uint64_t) + sizeof(uint32_t)) : 0, 1,
+                      &r->mask_words));
+    /* Expert-major: each source's row count per local expert of this rank, stored before its
+     * dispatch signal, so that the receiver knows every row's final position before it copies
+     * one (kernels/ep_ll/ep_ll_dispatch.cu). */
+    return ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch expert counts",
+                                 expert_major ? buffers : 0, d->ranks,
+                                 (size_t)d->local_experts * sizeof(int32_t), &r->dispatch_counts);
 }
 
 /* HT: the routing map, the step signals, the dispatch rows and their metadata, the combine rows
@@ -172,6 +179,11 @@ static ncclxResult_t ncclx_layout_ep_net(ncclx_layout_t *layout, int gi, const n
     NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch network staging",
                                       remote, d->tokens, d->dispatch_msg_bytes,
                                       &r->net_dispatch_out));
+    /* Expert-major: this rank's row counts per local expert of each remote rank, put before its
+     * dispatch signal. */
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "dispatch count staging",
+                                      (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) ? remote : 0,
+                                      d->local_experts, sizeof(int32_t), &r->net_dispatch_counts));
     NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "combine network staging",
                                       remote * d->tokens, r->net_combine_rows,
                                       d->combine_slot_bytes, &r->net_combine_out));
@@ -201,14 +213,16 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     const size_t host_handle_bytes = ncclx_host_object_bytes(NCCLX_HOST_EP_HANDLE);
     NCCLX_CHECK(ncclx_ep_dims_compute(g, team, (uint32_t)gi, &d));
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
-    r->mask_words = NCCLX_NO_REGION;
+    r->mask_words = r->dispatch_counts = r->net_dispatch_counts = NCCLX_NO_REGION;
     r->net_dispatch_out = r->net_combine_out = r->net_combine_in = r->net_mask = NCCLX_NO_REGION;
     r->net_combine_rows = 0;
     r->ht_net_maps = r->ht_net_stage = r->ht_net_relay = NCCLX_NO_REGION;
     r->ht_net_partial_out = r->ht_net_partial_in = r->ht_net_words = NCCLX_NO_REGION;
     r->net_signal_base = *net_signals;
     if (ll) {
-        NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask, &d, r));
+        NCCLX_CHECK(ncclx_layout_ep_symmetric(layout, gi, ll, g->enable_mask,
+                                              (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) != 0, &d,
+                                              r));
         NCCLX_CHECK(ncclx_layout_ep_net(layout, gi, team, g, &d, net_signals, r));
     } else {
         NCCLX_CHECK(ncclx_layout_ep_ht_symmetric(layout, gi, &d, r));

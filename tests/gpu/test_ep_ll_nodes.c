@@ -213,7 +213,8 @@ static int on_rank(int64_t e, uint32_t r, uint32_t local_experts)
 /* The least bytes rank r must put across the network in one dispatch and in one combine of
  * run: every token once per destination rank of another node (a whole message), every combine
  * row this rank computed for a source on another node once, one 8-byte signal word per remote
- * rank and direction. */
+ * rank and direction, and expert-major the dispatch's row count per local expert of each
+ * remote rank (L int32: the receiver places every row before it moves). */
 static void minimum_bytes(const ep_run_t *run, uint32_t r, uint32_t per_node, size_t msg_bytes,
                           uint64_t *dispatch, uint64_t *combine)
 {
@@ -227,6 +228,9 @@ static void minimum_bytes(const ep_run_t *run, uint32_t r, uint32_t per_node, si
         }
         *dispatch += 8;
         *combine += 8;
+        if (c->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
+            *dispatch += (uint64_t)L * sizeof(int32_t);
+        }
         /* r's tokens that go to d. */
         for (uint32_t t = 0; t < run->r[r].num_tokens; t++) {
             int goes = 0;

@@ -166,12 +166,15 @@ static void set_grid(const ep_team_t *t, int blocks)
 
 /* ---- counter wrap ---- */
 
-/* Presets the counters `launches_left` grids below 2^32 (plus an odd offset, so that the
- * counter is not a multiple of the grid), then runs `iterations` exact iterations. */
+/* Presets the counters two dispatch send grids below 2^32 (plus an odd offset, so that the
+ * counter is not a multiple of the grid), then runs `iterations` exact iterations.  The send's
+ * grid is the group's `blocks` cut to what rank 0's tokens need (both cases dispatch BF16 rows). */
 static void across_the_wrap(ep_run_t *run, int blocks, int iterations)
 {
-    const unsigned below = (unsigned)(2 * blocks + 7);
     set_grid(run->team, blocks);
+    const int send_grid = ncclx_ep_ll_dispatch_send_blocks(
+        &run->team->group[0]->desc, (int)run->r[0].num_tokens, (size_t)run->c.hidden * 2);
+    const unsigned below = (unsigned)(2 * send_grid + 7);
     preset_arrivals(run->team, 0u - below);
     for (int i = 0; i < iterations; i++) {
         iterate(run);
@@ -179,7 +182,8 @@ static void across_the_wrap(ep_run_t *run, int blocks, int iterations)
     expect_arrivals_settled(run->team);
     /* One dispatch send launch per iteration: the counter went through 2^32 and on. */
     const ncclx_ep_dev_state_t s = read_state(run->team, 0);
-    assert_int_equal(s.dispatch_arrive.count, (unsigned)(iterations * blocks) - below);
+    assert_true(iterations >= 3); /* 3 grids > 2 grids + 7 blocks: a wrap */
+    assert_int_equal(s.dispatch_arrive.count, (unsigned)(iterations * send_grid) - below);
 }
 
 static void test_counter_wrap_team_of_2(void **state)

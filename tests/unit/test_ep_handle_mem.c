@@ -12,15 +12,17 @@
 /* ---- 1. sizes ---- */
 
 /*
- * R = 4, T = 64, L = 4; every piece is rounded to 16 bytes, the handle to 256.
+ * R = 4, T = 64, L = 4, E = 16; every piece is rounded to 16 bytes, the handle to 256.
  *   LL idx, route   T * K * 4 each      (K = 4: 1024)
  *      send, recv   R * 4 each          = 16
  *      recv_tok     R * T * 4           = 1024
  *      recv_pos     R * T * K * 4       (K = 4: 4096; expert-major only)
- *   EM K=4: 1024 + 1024 + 16 + 16 + 1024 + 4096 = 7200 -> 7424
- *   EM K=2:  512 +  512 + 16 + 16 + 1024 + 2048 = 4128 -> 4352
- *   RM K=4: 1024 + 1024 + 16 + 16 + 1024        = 3104 -> 3328
- *   RM K=1:  256 +  256 + 16 + 16 + 1024        = 1568 -> 1792
+ *      expert_slot  T * K * 4           (K = 4: 1024; expert-major only)
+ *      expert_count E * 4               = 64 (expert-major only)
+ *   EM K=4: 1024 + 1024 + 16 + 16 + 1024 + 4096 + 1024 + 64 = 8288 -> 8448
+ *   EM K=2:  512 +  512 + 16 + 16 + 1024 + 2048 +  512 + 64 = 4704 -> 4864
+ *   RM K=4: 1024 + 1024 + 16 + 16 + 1024                    = 3104 -> 3328
+ *   RM K=1:  256 +  256 + 16 + 16 + 1024                    = 1568 -> 1792
  *   HT header 64; idx, em_row  T * K * 4 each; flat_row T * R * 4 = 1024; totals 16;
  *      counts 16; offsets (L + 1) * 4 = 20 -> 32; zone_count 16; zone_base 16 (fixed 160)
  *   K=4: 1024 + 1024 + 1024 + 160 = 3232 -> 3328;  K=1: 256 + 1024 + 256 + 160 = 1696 -> 1792
@@ -31,15 +33,16 @@ static void test_mem_size_ll(void **state)
     (void)state;
     make_fixture(&f, LL, EM | RM);
     /* The largest shape is what the plan reserves per handle. */
-    assert_int_equal(f.plan_per_handle, 7424);
-    assert_int_equal(f.group.dims.handle_bytes, 7424);
+    assert_int_equal(f.plan_per_handle, 8448);
+    assert_int_equal(f.group.dims.handle_bytes, 8448);
     assert_int_equal(mem_size(&f, EM, 0), f.plan_per_handle);
     assert_int_equal(mem_size(&f, EM, K), f.plan_per_handle);
-    assert_int_equal(mem_size(&f, EM, 2), 4352);
+    assert_int_equal(mem_size(&f, EM, 2), 4864);
     assert_int_equal(mem_size(&f, RM, K), 3328);
     assert_int_equal(mem_size(&f, RM, 0), mem_size(&f, RM, K));
     assert_int_equal(mem_size(&f, RM, 1), 1792);
-    /* Fewer top-k entries, fewer bytes; rank-major has no recv_pos. */
+    /* Fewer top-k entries, fewer bytes; rank-major has no recv_pos, expert_slot or
+     * expert_count. */
     for (uint32_t k = 1; k < K; k++) {
         assert_true(mem_size(&f, EM, k) < mem_size(&f, EM, k + 1));
         assert_true(mem_size(&f, RM, k) < mem_size(&f, RM, k + 1));
@@ -291,10 +294,14 @@ static void check_ll_handle(const ncclx_ep_handle_t *h, uint32_t layout, uint32_
         {"recv_count", d->recv_count, (size_t)R * 4},
         {"recv_tok", d->recv_tok, (size_t)R * T * 4},
         {"recv_pos", d->recv_pos, (size_t)R * T * k * 4},
+        {"expert_slot", d->expert_slot, (size_t)T * k * 4},
+        {"expert_count", d->expert_count, (size_t)E * 4},
     };
-    check_pieces(pieces, layout == EM ? 6 : 5, MEM, bytes);
+    check_pieces(pieces, layout == EM ? 8 : 5, MEM, bytes);
     if (layout != EM) {
         assert_null(d->recv_pos);
+        assert_null(d->expert_slot);
+        assert_null(d->expert_count);
     }
     assert_int_equal(d->topk, k);
     assert_int_equal(d->expert_major, layout == EM);

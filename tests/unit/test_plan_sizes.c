@@ -35,6 +35,50 @@ static size_t host_bytes_of_group(uint32_t handles, uint32_t mask_ranks, size_t 
     return off;
 }
 
+/* One region of a group as a layout reports it: its bytes and how often it was reserved. */
+typedef struct {
+    int group;
+    const char *name;
+    uint64_t bytes;
+    uint32_t seen;
+} named_region_t;
+
+static void capture_named(const ncclx_region_t *r, void *ctx)
+{
+    named_region_t *c = ctx;
+    if (r->group == c->group && strcmp(r->name, c->name) == 0) {
+        assert_int_equal(r->mem_class, NCCLX_MEM_SYMMETRIC);
+        c->bytes = r->bytes;
+        c->seen++;
+    }
+}
+
+/* Lays out groups on team; returns group gi's regions and fills *c for the region c->name. */
+static ncclx_ep_group_regions_t layout_group(const ncclxEpGroupPlan_t *const *groups, uint32_t n,
+                                             const ncclxTeam_t *team, uint32_t gi,
+                                             named_region_t *c)
+{
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclx_plan_norm_t *norm = malloc(sizeof(*norm));
+    ncclx_plan_regions_t *regions = malloc(sizeof(*regions));
+    ncclx_layout_t layout;
+    ncclx_ep_group_regions_t r;
+    assert_non_null(norm);
+    assert_non_null(regions);
+    plan.num_ep_groups = n;
+    plan.ep_groups = groups;
+    c->group = (int)gi;
+    c->bytes = 0;
+    c->seen = 0;
+    assert_ncclx_ok(ncclx_plan_import(&plan, team, norm));
+    ncclx_layout_init_measure(&layout, capture_named, c);
+    assert_ncclx_ok(ncclx_plan_layout(&layout, norm, regions));
+    r = regions->groups[gi];
+    free(norm);
+    free(regions);
+    return r;
+}
+
 static void test_ll_deepseek_8_ranks(void **state)
 {
     (void)state;
@@ -47,25 +91,63 @@ static void test_ll_deepseek_8_ranks(void **state)
      * Message M = 16 header + 8 * 8 top-k entries (64) + 14336 = 14416.
      * Dispatch receive = 2 buffers * 8 ranks * 128 tokens * 14416 = 29523968.
      * Combine receive = 2 * 128 tokens * 8 slots (expert-major: top-k) * 14336 = 29360128.
-     * Signals = 2 * 8 * 16 = 256.  All offsets are 256-aligned already. */
-    /* + the mask words: 8 ranks * (two clean slots of 8 bytes + an evicted word of 4). */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull + 160ull);
+     * Signals = 2 * 8 * 16 = 256.  Each region on the next 256 bytes:
+     *   dispatch receive area   29523968 at 0
+     *   combine receive area    29360128 at 29523968
+     *   signals                      256 at 58884096
+     *   mask words                   160 at 58884352 (8 ranks * (two clean slots of 8 bytes
+     *                                    + an evicted word of 4)), padded to 256
+     *   dispatch expert counts      2048 at 58884608 (expert-major: 2 buffers * 8 ranks
+     *                                    * 32 local experts * 4)
+     * total 58886656. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
+                     29523968ull + 29360128ull + 256ull + a256(8 * 20) + 2ull * 8 * 32 * 4);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 58886656ull);
 
     /* Device: peer table 8 * 8 = 64 at 0; context scratch 256 at 256; state 256 at 512;
      * arrival decisions 2 * 8 * 8 = 128 at 768; mask 8 * 4 = 32 at 1024;
      * handle = idx 128*8*4 = 4096 + route 4096 + counts 2 * 32 + recv_tok 8*128*4 = 4096
-     *          + recv_pos (expert-major) 8*128*8*4 = 32768 = 45120 -> 256-aligned 45312;
-     *          4 handles = 181248 at 1280. */
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1280ull + 4 * 45312ull);
-    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 45312);
+     *          + recv_pos (expert-major) 8*128*8*4 = 32768
+     *          + expert_slot (expert-major) 128*8*4 = 4096 + expert_count 256*4 = 1024
+     *          = 50240 -> 256-aligned 50432;
+     *          4 handles = 201728 at 1280. */
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE],
+                     a256(4096 + 4096 + 2 * 32 + 4096 + 32768 + 4096 + 1024));
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 50432);
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 1280ull + 4 * 50432ull);
 
     /* Mapped host: context status 64 + group status 64. */
     assert_int_equal(s.total[NCCLX_MEM_MAPPED_HOST], 128);
     assert_int_equal(s.total[NCCLX_MEM_HOST], host_bytes_of_group(4, 8, 0));
     assert_int_equal(s.per_handle[NCCLX_MEM_HOST], sizeof(ncclx_ep_handle_t));
-    /* peer table, scratch, status, 4 symmetric + state + decisions + mask + handles + status
-     * + 4 host. */
+    /* peer table, scratch, status, 5 symmetric (dispatch, combine, signals, mask words,
+     * dispatch expert counts) + state + decisions + mask + handles + status + 4 host. */
+    assert_int_equal(s.num_regions, 17);
+    {
+        /* The expert counts region where the comment above puts it, with its formula's bytes. */
+        named_region_t c = {0, "dispatch expert counts", 0, 0};
+        ncclx_ep_group_regions_t r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(r.dispatch_counts, 58884608);
+        assert_int_equal(c.seen, 1);
+        assert_int_equal(c.bytes, 2ull * 8 * 32 * 4);
+        assert_int_equal(r.net_dispatch_counts, NCCLX_NO_REGION); /* one domain */
+    }
+
+    /* Rank-major alone: no dispatch expert counts, and the handle loses recv_pos, expert_slot
+     * and expert_count: 4096 + 4096 + 2 * 32 + 4096 = 12352 -> 12544.  The combine rows are
+     * min(K 8, R 8) = 8 as before, so only the counts leave the symmetric total. */
+    g.layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
+    s = sizes_of(groups, 1, 0, &team);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 29523968ull + 29360128ull + 256ull + 8ull * 20);
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], a256(4096 + 4096 + 2 * 32 + 4096));
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 12544);
     assert_int_equal(s.num_regions, 16);
+    {
+        named_region_t c = {0, "dispatch expert counts", 0, 0};
+        ncclx_ep_group_regions_t r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(r.dispatch_counts, NCCLX_NO_REGION);
+        assert_int_equal(c.seen, 0);
+    }
 }
 
 static void test_ll_scales_with_ranks(void **state)
@@ -75,26 +157,62 @@ static void test_ll_scales_with_ranks(void **state)
     const ncclxEpGroupPlan_t *groups[] = {&g};
     ncclxTeam_t team = team_of(64, 8);
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
-    /* 64 ranks on 8 nodes of 8: dispatch = 2 * 64 * 128 * 14416 = 236191744; combine and
-     * signals as before except signals = 2 * 64 * 16 = 2048; mask words 64 * 20 = 1280.
-     * What goes to the 56 ranks of other nodes is staged: dispatch 56 * 128 * 14416 =
-     * 103333888, combine 56 * 128 messages * min(top-k 8, 4 local experts) rows * 14336 =
-     * 411041792; with the mask, remote sources' combine rows land by source (as much again,
-     * 411041792); and the emulator's network signals, 4 contexts * (6 * 64 signals: operations
-     * and clean rounds) * 8 = 12288. */
-    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 236191744ull + 29360128ull + 2048ull +
-                                                       64ull * 20ull + 103333888ull + 411041792ull +
-                                                       411041792ull + 12288ull);
+    /* 64 ranks on 8 nodes of 8 (4 local experts): each region on the next 256 bytes,
+     *   dispatch receive area    2 * 64 * 128 * 14416 = 236191744 at 0
+     *   combine receive area     as before            =  29360128 at 236191744
+     *   signals                  2 * 64 * 16          =      2048 at 265551872
+     *   mask words               64 * 20              =      1280 at 265553920
+     *   dispatch expert counts   2 * 64 * 4 * 4       =      2048 at 265555200
+     * What goes to the 56 ranks of other nodes is staged:
+     *   dispatch network staging 56 * 128 * 14416    = 103333888 at 265557248
+     *   dispatch count staging   56 * 4 local experts * 4 = 896 at 368891136, padded to 1024
+     *   combine network staging  56 * 128 messages * min(top-k 8, 4 local experts) rows
+     *                            * 14336              = 411041792 at 368892160
+     *   combine network arrivals with the mask, remote sources' combine rows land by source
+     *                            (as much again)      = 411041792 at 779933952
+     * and the emulator's network signals, 4 contexts * (6 * 64 signals: operations and clean
+     * rounds) * 8 = 12288 at 1190975744. */
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC],
+                     236191744ull + 29360128ull + 2048ull + 64ull * 20ull + 2ull * 64 * 4 * 4 +
+                         103333888ull + a256(56 * 4 * 4) + 411041792ull + 411041792ull + 12288ull);
+    assert_int_equal(s.total[NCCLX_MEM_SYMMETRIC], 1190988032ull);
     /* Device: peer table 8 lsa peers * 8 = 64; scratch at 256; the clean's network counters
      * and bases 6 * 64 * 8 = 3072 at 512; state 256; decisions 2 * 64 * 8 = 1024; mask
      * 64 * 4 = 256, so the handles start at 2048 + 3072;
      * handle = 4096 + 4096 + 2 * 256 + recv_tok 64*128*4 = 32768
-     *        + recv_pos 64*128*8*4 = 262144 = 303616 (256-aligned);
+     *        + recv_pos 64*128*8*4 = 262144 + expert_slot 128*8*4 = 4096
+     *        + expert_count 256*4 = 1024 = 308736 (256-aligned);
      * then the network's: held puts 64 * 4 * 16 * 32 = 131072, their cursors 64 * 4 * 4 = 1024,
      * counters 64 (256-aligned), the arena table 64 * 8 = 512, the device communicator 4096. */
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE],
+                     4096 + 4096 + 2 * 256 + 32768 + 262144 + 4096 + 1024);
+    assert_int_equal(s.per_handle[NCCLX_MEM_DEVICE], 308736);
     assert_int_equal(sizeof(ncclx_net_held_t), 32);
-    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 2048ull + 3072ull + 4 * 303616ull + 131072ull +
+    assert_int_equal(s.total[NCCLX_MEM_DEVICE], 2048ull + 3072ull + 4 * 308736ull + 131072ull +
                                                     1024ull + 256ull + 512ull + 4096ull);
+    {
+        /* Both count regions where the comment above puts them, with their formulas' bytes. */
+        named_region_t c = {0, "dispatch count staging", 0, 0};
+        ncclx_ep_group_regions_t r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(r.dispatch_counts, 265555200);
+        assert_int_equal(r.net_dispatch_counts, 368891136);
+        assert_int_equal(c.seen, 1);
+        assert_int_equal(c.bytes, 56ull * 4 * 4);
+        c.name = "dispatch expert counts";
+        r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(c.seen, 1);
+        assert_int_equal(c.bytes, 2ull * 64 * 4 * 4);
+        /* Rank-major alone: neither (the network staging of the rows stays). */
+        g.layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
+        r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(r.dispatch_counts, NCCLX_NO_REGION);
+        assert_int_equal(c.seen, 0);
+        c.name = "dispatch count staging";
+        r = layout_group(groups, 1, &team, 0, &c);
+        assert_int_equal(r.net_dispatch_counts, NCCLX_NO_REGION);
+        assert_int_equal(c.seen, 0);
+        assert_true(r.net_dispatch_out != NCCLX_NO_REGION);
+    }
 }
 
 /* HT, DeepSeek-V3 prefill on 8 ranks of one node: R = 8, E = 256, L = 32, K = 8, H = 7168 BF16,
@@ -219,10 +337,12 @@ static void test_two_groups_and_m2n(void **state)
     ncclxPlanSizes_t only_ht = sizes_of(ht_only, 1, 0, &team);
     /* M2N comes first: staging 131072, then its signals (4 * 8 ranks + 256 tile pointers + the
      * direct path's 2179 table words) * 8 = 19736, padded to 19968; every region
-     * starts on 256 bytes and the LL group ends with its mask words (8 ranks * 20 = 160 bytes,
-     * padded by 96 before the HT group's regions); the HT group's total is its own. */
+     * starts on 256 bytes and the LL group ends with its dispatch expert counts (2 * 8 ranks
+     * * 32 local experts * 4 = 2048 bytes after the mask words padded to 256: a 256 multiple,
+     * so no padding before the HT group's regions); the HT group's total is its own. */
+    assert_int_equal(only_ll.total[NCCLX_MEM_SYMMETRIC] % 256, 0);
     assert_int_equal(both.total[NCCLX_MEM_SYMMETRIC], 131072 + 19968 +
-                                                          only_ll.total[NCCLX_MEM_SYMMETRIC] + 96 +
+                                                          only_ll.total[NCCLX_MEM_SYMMETRIC] +
                                                           only_ht.total[NCCLX_MEM_SYMMETRIC]);
     /* Device: M2N's state (NCCLX_M2N_STATE_BYTES) and round counts (2 * 8 ranks * 8 = 128,
      * padded to 256), then the context's peer table and scratch (512 bytes) once. */
@@ -233,7 +353,7 @@ static void test_two_groups_and_m2n(void **state)
     assert_int_equal(both.total[NCCLX_MEM_MAPPED_HOST], 64 * 4);
     assert_int_equal(both.total[NCCLX_MEM_HOST],
                      host_bytes_of_group(2, 0, host_bytes_of_group(4, 8, host_bytes_of_m2n(128))));
-    /* The larger handle of the two groups (HT 393984, LL 45312). */
+    /* The larger handle of the two groups (HT 393984, LL 50432). */
     assert_int_equal(both.per_handle[NCCLX_MEM_DEVICE], 393984);
     /* Seven regions more: staging, signals, state, round counts, status, engine, entries. */
     assert_int_equal(both.num_regions, only_ll.num_regions + only_ht.num_regions - 3 + 7);
@@ -345,7 +465,7 @@ typedef struct {
 } ll_shape_t;
 
 typedef struct {
-    uint64_t P, M, rows, slot, handle, symmetric, device;
+    uint64_t P, M, rows, slot, counts, handle, symmetric, device;
 } ll_expect_t;
 
 static ll_expect_t ll_expect(const ll_shape_t *x)
@@ -369,17 +489,27 @@ static ll_expect_t ll_expect(const ll_shape_t *x)
     e.M = 16 + a16((uint64_t)x->K * 8) + e.P;
     e.rows = x->expert_major ? x->K : (x->K < x->R ? x->K : x->R);
     e.slot = a16((uint64_t)x->H * (x->fp32 ? 4 : 2));
-    /* Symmetric: dispatch, combine, signals, mask words, each on 256 bytes. */
+    /* Expert-major: the dispatch expert counts, 2 buffers * R sources * L local experts int32. */
+    e.counts = x->expert_major ? 2 * (uint64_t)x->R * (x->E / x->R) * 4 : 0;
+    /* Symmetric: dispatch, combine, signals, mask words, dispatch expert counts, each on 256
+     * bytes. */
     off = 2 * S * e.M;
     off = a256(off) + 2 * (uint64_t)x->T * e.rows * e.slot;
     off = a256(off) + 2 * (uint64_t)x->R * 16;
     if (x->mask) {
         off = a256(off) + (uint64_t)x->R * 20;
     }
+    if (x->expert_major) {
+        off = a256(off) + e.counts;
+    }
     e.symmetric = off;
-    /* Handle: idx, route, send and receive counts, received tokens, expert rows. */
+    /* Handle: idx, route, send and receive counts, received tokens; expert-major also the
+     * expert rows, each entry's slot among the rank's tokens to its expert, and the rank's
+     * tokens per expert. */
     e.handle = 2 * a16((uint64_t)x->T * x->K * 4) + 2 * a16((uint64_t)x->R * 4) + a16(S * 4) +
-               (x->expert_major ? a16(S * x->K * 4) : 0);
+               (x->expert_major
+                    ? a16(S * x->K * 4) + a16((uint64_t)x->T * x->K * 4) + a16((uint64_t)x->E * 4)
+                    : 0);
     e.handle = a256(e.handle);
     /* Device (a one-node team: A = R): peer table, scratch, state, decisions, mask, handles. */
     off = (uint64_t)x->R * 8;
@@ -421,6 +551,17 @@ static void check_ll_shape(const ll_shape_t *x, const char *what)
     ncclxTeam_t team = team_of(x->R, 1);
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
     ll_expect_t e = ll_expect(x);
+    named_region_t c = {0, "dispatch expert counts", 0, 0};
+    ncclx_ep_group_regions_t r = layout_group(groups, 1, &team, 0, &c);
+    /* The dispatch expert counts: expert-major only, the group's last symmetric region. */
+    if (c.bytes != e.counts || c.seen != (e.counts != 0) ||
+        (e.counts == 0) != (r.dispatch_counts == NCCLX_NO_REGION) ||
+        (e.counts != 0 && r.dispatch_counts + e.counts != e.symmetric)) {
+        fail_msg("%s: dispatch expert counts %llu bytes (reserved %u times, offset %zu); the "
+                 "documented formula gives %llu, ending at %llu",
+                 what, (unsigned long long)c.bytes, c.seen, r.dispatch_counts,
+                 (unsigned long long)e.counts, (unsigned long long)e.symmetric);
+    }
     if (s.total[NCCLX_MEM_SYMMETRIC] != e.symmetric || s.total[NCCLX_MEM_DEVICE] != e.device ||
         s.per_handle[NCCLX_MEM_DEVICE] != e.handle) {
         fail_msg("%s: symmetric %llu device %llu handle %llu; the documented formulas give "
@@ -441,20 +582,28 @@ static void test_ll_fp8_only(void **state)
     (void)state;
     /* H = 7168: P = 7168 + a16(56 * 4 = 224) = 7392 (the BF16 row would be 14336);
      * M = 16 + 64 + 7392 = 7472; dispatch 2 * 8 * 128 * 7472 = 15302656;
-     * combine 2 * 128 * 8 * 14336 = 29360128 at 15302656; signals 256 at 44662784. */
+     * combine 2 * 128 * 8 * 14336 = 29360128 at 15302656; signals 256 at 44662784;
+     * dispatch expert counts 2 * 8 * 32 * 4 = 2048 at 44663040.  Handle: 4096 + 4096 + 2 * 32
+     * + 4096 + recv_pos 32768 + expert_slot 4096 + expert_count 1024 = 50240 -> 50432. */
     ll_shape_t x = {
         .R = 8, .T = 128, .K = 8, .H = 7168, .E = 256, .N = 2, .expert_major = 1, .fp8 = 1};
     ll_expect_t e = ll_expect(&x);
     assert_int_equal(e.P, 7392);
     assert_int_equal(e.M, 7472);
-    assert_int_equal(e.symmetric, 15302656ull + 29360128ull + 256ull);
+    assert_int_equal(e.counts, 2ull * 8 * 32 * 4);
+    assert_int_equal(e.symmetric, 15302656ull + 29360128ull + 256ull + 2048ull);
+    assert_int_equal(e.handle, 50432);
     check_ll_shape(&x, "FP8 only, H 7168");
-    /* H = 640: 5 scales of 4 bytes pad to 32: P = 672; K = 3: entries a16(24) = 32, M = 720. */
+    /* H = 640: 5 scales of 4 bytes pad to 32: P = 672; K = 3: entries a16(24) = 32, M = 720;
+     * dispatch expert counts 2 * 4 * 2 local experts * 4 = 64; handle 2 * 192 + 2 * 16 + 256
+     * + recv_pos 768 + expert_slot 192 + expert_count 32 = 1664 -> 1792. */
     x = (ll_shape_t){
         .R = 4, .T = 16, .K = 3, .H = 640, .E = 8, .N = 1, .expert_major = 1, .fp8 = 1};
     e = ll_expect(&x);
     assert_int_equal(e.P, 672);
     assert_int_equal(e.M, 720);
+    assert_int_equal(e.counts, 64);
+    assert_int_equal(e.handle, 1792);
     check_ll_shape(&x, "FP8 only, H 640");
     /* With FP32 tokens enabled: the payload is still the FP8 row (672), the slot 640 * 4. */
     x.fp32 = 1;
@@ -484,6 +633,7 @@ static void test_ll_rank_major_rows(void **state)
     ll_shape_t x = {.R = 2, .T = 16, .K = 8, .H = 1024, .E = 8, .N = 1, .rank_major = 1, .none = 1};
     ll_expect_t e = ll_expect(&x);
     assert_int_equal(e.rows, 2);
+    assert_int_equal(e.counts, 0); /* no dispatch expert counts without expert-major */
     assert_int_equal(e.symmetric, 136192ull + 131072ull + 64ull);
     check_ll_shape(&x, "rank-major K 8 > R 2");
     /* K = 16 > R = 4, and R = 1 (one row whatever K). */
@@ -516,7 +666,10 @@ static void test_ll_rank_major_rows(void **state)
         .R = 8, .T = 16, .K = 3, .H = 1024, .E = 64, .N = 1, .rank_major = 1, .none = 1};
     assert_int_equal(ll_expect(&x).rows, 3);
     check_ll_shape(&x, "rank-major K 3 < R 8");
-    /* Both layouts, K > R: the expert-major K rows, and the handle's expert rows. */
+    /* Both layouts, K > R: the expert-major K rows (combine 2 * 16 * 8 * 2048 = 524288 at
+     * 136192), signals 64 at 660480, the dispatch expert counts 2 * 2 * 4 local experts * 4 = 64
+     * at 660736; and the handle's expert rows, slots and counts: 512 + 512 + 16 + 16 + 128
+     * + recv_pos 1024 + expert_slot 512 + expert_count 32 = 2752 -> 2816. */
     x = (ll_shape_t){.R = 2,
                      .T = 16,
                      .K = 8,
@@ -526,7 +679,11 @@ static void test_ll_rank_major_rows(void **state)
                      .expert_major = 1,
                      .rank_major = 1,
                      .none = 1};
-    assert_int_equal(ll_expect(&x).rows, 8);
+    e = ll_expect(&x);
+    assert_int_equal(e.rows, 8);
+    assert_int_equal(e.counts, 64);
+    assert_int_equal(e.symmetric, 136192ull + 524288ull + 256ull + 64ull);
+    assert_int_equal(e.handle, 2816);
     check_ll_shape(&x, "both layouts K 8 > R 2");
     /* QUANT_FWD at both bounds (rank-major, K > R): P = 262144 + 65536 = 327680. */
     x = (ll_shape_t){.R = 2,
@@ -578,10 +735,18 @@ static void test_handle_piece_alignment(void **state)
                 assert_int_equal(got[k], off);
                 off += a16(each[k]);
             }
-            if (em) {
-                assert_int_equal(ll.recv_pos % 16, 0);
-                assert_int_equal(ll.recv_pos, off);
-                off += a16(rt * d.topk * 4);
+            if (em) { /* recv_pos [R, T, K], expert_slot [T, K], expert_count [E] */
+                const size_t em_got[] = {ll.recv_pos, ll.expert_slot, ll.expert_count};
+                const uint64_t em_each[] = {rt * d.topk * 4, tk * 4, d.num_experts * 4ull};
+                for (size_t k = 0; k < 3; k++) {
+                    assert_int_equal(em_got[k] % 16, 0);
+                    assert_int_equal(em_got[k], off);
+                    off += a16(em_each[k]);
+                }
+            } else { /* rank-major: none of them, offset 0 */
+                assert_int_equal(ll.recv_pos, 0);
+                assert_int_equal(ll.expert_slot, 0);
+                assert_int_equal(ll.expert_count, 0);
             }
             assert_int_equal(ll.bytes % 256, 0);
             assert_int_equal(ll.bytes, a256(off));
@@ -744,6 +909,16 @@ static void test_extreme_plan_sizes_or_fails_cleanly(void **state)
                      33280ull + (1ull << 27) + 2 * ((1ull << 34) + (1ull << 28) + 256ull));
 }
 
+/* The offset and bytes the print gives for the region called name (its first row). */
+static void printed_region(const char *buf, const char *name, size_t *offset, size_t *bytes)
+{
+    const char *row = strstr(buf, name);
+    if (row == NULL) {
+        fail_msg("the print lists no %s", name);
+    }
+    assert_int_equal(sscanf(row + strlen(name), "%zu %zu", offset, bytes), 2);
+}
+
 static void test_plan_print_lists_regions(void **state)
 {
     (void)state;
@@ -752,6 +927,7 @@ static void test_plan_print_lists_regions(void **state)
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
     ncclxTeam_t team = team_of(8, 1);
     char buf[8192] = {0};
+    size_t offset, bytes;
     FILE *out = fmemopen(buf, sizeof(buf) - 1, "w");
     assert_non_null(out);
     plan.num_ep_groups = 1;
@@ -760,10 +936,40 @@ static void test_plan_print_lists_regions(void **state)
     fclose(out);
     assert_non_null(strstr(buf, "dispatch receive area"));
     assert_non_null(strstr(buf, "29523968"));
-    assert_non_null(strstr(buf, "(4 x 45312)"));
+    /* The expert-major group's counts, at their offset (test_ll_deepseek_8_ranks). */
+    printed_region(buf, "dispatch expert counts", &offset, &bytes);
+    assert_int_equal(offset, 58884608);
+    assert_int_equal(bytes, 2 * 8 * 32 * 4);
+    assert_non_null(strstr(buf, "(4 x 50432)"));
     assert_non_null(strstr(buf, "symmetric"));
     assert_non_null(strstr(buf, "totals per rank"));
-    assert_null(strstr(buf, "M2N")); /* no staging, no M2N region */
+    assert_non_null(strstr(buf, "58886656"));
+    assert_null(strstr(buf, "M2N"));     /* no staging, no M2N region */
+    assert_null(strstr(buf, "network")); /* one domain: no network region */
+    /* Rank-major alone: no counts. */
+    memset(buf, 0, sizeof(buf));
+    g.layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
+    fclose(out);
+    assert_non_null(strstr(buf, "dispatch receive area"));
+    assert_null(strstr(buf, "dispatch expert counts"));
+    assert_non_null(strstr(buf, "(4 x 12544)"));
+    g.layouts = ll_group().layouts;
+    /* Across nodes (8 ranks in 2 nodes of 4): the network staging of the counts, 4 remote ranks
+     * * 32 local experts * 4 bytes. */
+    memset(buf, 0, sizeof(buf));
+    team = team_of(8, 2);
+    out = fmemopen(buf, sizeof(buf) - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
+    fclose(out);
+    printed_region(buf, "dispatch expert counts", &offset, &bytes);
+    assert_int_equal(bytes, 2 * 8 * 32 * 4);
+    printed_region(buf, "dispatch count staging", &offset, &bytes);
+    assert_int_equal(bytes, 4 * 32 * 4);
+    team = team_of(8, 1);
     /* With staging: its regions by name, the ring's bytes among them. */
     memset(buf, 0, sizeof(buf));
     plan.m2n_staging_bytes = 131072;
