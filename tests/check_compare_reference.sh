@@ -39,9 +39,16 @@ cat >"$tmp/build/tools/ncclx-bench" <<'STUB'
 [ -n "${BENCH_FAILS:-}" ] && exit 3
 echo "     128      14680064     39.79     38.94     41.41   368.92   18.3  12.6      14680064     36.21     34.14     38.24   405.44   20.1  31.3        0"
 STUB
+# python: stands in for PyTorch's baseline (a row with its own byte count), logs its call.
+cat >"$tmp/python" <<'STUB'
+#!/bin/sh
+echo "python $*" >>"$CALLS"
+[ -n "${TORCH_FAILS:-}" ] && echo "ModuleNotFoundError: No module named 'torch'" && exit 1
+echo "     128      99999999     16.50     16.10     17.00   889.00   60.0  60.0      99999999     73.10     72.00     75.00   200.00   14.0  20.0        0"
+STUB
 chmod +x "$tmp/mpirun" "$tmp/ref/test/nccl_ep/ep_bench" "$tmp/ref/bin/reshard_bench" \
-    "$tmp/build/tools/ncclx-bench"
-export MPIRUN="$tmp/mpirun" CALLS="$tmp/calls"
+    "$tmp/build/tools/ncclx-bench" "$tmp/python"
+export MPIRUN="$tmp/mpirun" CALLS="$tmp/calls" PYTHON="$tmp/python"
 
 if ! bash "$script" "$tmp/ref" "$tmp/build" "$tmp/logs" >"$tmp/out" 2>&1; then
     no "a run with every program working failed: $(cat "$tmp/out")"
@@ -64,6 +71,21 @@ grep -q "ref_m2n: Failed, NCCL error" "$tmp/logs/summary.txt" 2>/dev/null ||
     no "the summary does not say why the reference's M2N did not run"
 [ "$(grep -c '14680064' "$tmp/logs/summary.txt" 2>/dev/null || echo 0)" -eq 5 ] ||
     no "the summary lacks our five rows"
+
+t=$(grep -c '^python .*torch_baseline.py --graph' "$tmp/calls" 2>/dev/null || echo 0)
+[ "$t" -eq 2 ] || no "expected 2 PyTorch baseline runs with --graph, saw $t"
+grep -q '^python .*torch_baseline.py --graph --tokens 1' "$tmp/calls" ||
+    no "PyTorch's 1-token row was not run"
+[ "$(grep -c '99999999' "$tmp/logs/summary.txt" 2>/dev/null || echo 0)" -eq 2 ] ||
+    no "the summary lacks PyTorch's two rows"
+
+# A machine without torch: logged, and the script goes on.
+rm -f "$tmp/calls"
+if ! TORCH_FAILS=1 bash "$script" "$tmp/ref" "$tmp/build" "$tmp/logs" >"$tmp/out" 2>&1; then
+    no "a missing torch failed the script: $(cat "$tmp/out")"
+fi
+grep -q "No module named 'torch'" "$tmp/logs/torch_ll.log" 2>/dev/null ||
+    no "the missing torch is not in torch_ll.log"
 
 # One of our runs failing fails the script.
 rm -f "$tmp/calls"

@@ -19,7 +19,11 @@
 # programs bootstrap through MPI); ours with mpirun -n 1 and --comm.  Shapes: LL DeepSeek-V3
 # decode (128 tokens, hidden 7168, top-8, 256 experts; and 1 token), HT prefill (4096
 # tokens, flat).  The reference's M2N needs two ranks, which one GPU cannot host: it is run
-# anyway and its refusal logged.  Exits non-zero if a run fails (the M2N one excepted).
+# anyway and its refusal logged.  PyTorch's gather and scatter-add of the same LL rows
+# (tools/torch_baseline.py, 128 tokens and 1 token, graph replay; $PYTHON, default python3, run
+# without LD_LIBRARY_PATH so that torch loads its own NCCL) are the one-rank yardstick of
+# docs/performance.md; a machine without torch logs why and goes on.  Exits non-zero if a run
+# fails (the M2N and PyTorch ones excepted).
 set -uo pipefail
 prog=${0##*/}
 die() {
@@ -53,6 +57,8 @@ fi
 mpi+=(-x LD_LIBRARY_PATH -x NCCL_HOME -x NCCL_EP_HOME -x CUDA_HOME -x PATH
     -x CUDA_DEVICE_MAX_CONNECTIONS)
 bench=$build/tools/ncclx-bench
+python=${PYTHON:-python3}
+torch_baseline=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/torch_baseline.py
 ll=(-d 7168 -k 8 -e 256)
 status=0
 
@@ -92,11 +98,13 @@ run ours_ll_t1_graph 1 "${mpi[@]}" -n 1 "$bench" --comm --tokens 1 --graph "${cs
 run ours_ht 1 "${mpi[@]}" -n 1 "$bench" --algo ht --comm --check --iters 20 --warmup 5 "${csv[@]}"
 run ours_ht_graph 1 "${mpi[@]}" -n 1 "$bench" --algo ht --comm --graph --iters 20 --warmup 5 \
     "${csv[@]}"
+run torch_ll 0 env -u LD_LIBRARY_PATH "$python" "$torch_baseline" --graph
+run torch_ll_t1 0 env -u LD_LIBRARY_PATH "$python" "$torch_baseline" --graph --tokens 1
 ((dry)) && exit 0
 
 # The summary: the reference's host-observed and kernel-only times, our medians.
 {
-    echo "# reference (ep_bench, host-observed avg / kernels only) and libncclx (median)"
+    echo "# reference (ep_bench, host-observed avg / kernels only), libncclx and PyTorch (median)"
     for f in ref_ll ref_ll_t1 ref_ht; do
         echo "## $f"
         grep -E '^(Dispatch|Combine)' "$logs/$f.log" || echo "(no times: see $f.log)"
@@ -105,7 +113,7 @@ run ours_ht_graph 1 "${mpi[@]}" -n 1 "$bench" --algo ht --comm --graph --iters 2
         echo "## $f: $(grep -E 'Global validation' "$logs/$f.log" || echo 'no validation line')"
     done
     echo "## ref_m2n: $(grep -m1 -E 'error|Error' "$logs/ref_m2n.log" || echo 'ran')"
-    for f in ours_ll ours_ll_graph ours_ll_t1_graph ours_ht ours_ht_graph; do
+    for f in ours_ll ours_ll_graph ours_ll_t1_graph ours_ht ours_ht_graph torch_ll torch_ll_t1; do
         echo "## $f"
         grep -E '^ +[0-9]+ +[0-9]+' "$logs/$f.log" || echo "(no row: see $f.log)"
     done
