@@ -150,4 +150,15 @@ static inline ncclxEpGroupPlan_t ll_plan_of(const ll_shape_t *x)
     return g;
 }
 
+/* ncclxPlanPrint of plan on team into buf (size bytes, cleared first, so always terminated). */
+static inline void print_plan(const ncclxPlan_t *plan, const ncclxTeam_t *team, char *buf,
+                              size_t size)
+{
+    memset(buf, 0, size);
+    FILE *out = fmemopen(buf, size - 1, "w");
+    assert_non_null(out);
+    assert_ncclx_ok(ncclxPlanPrint(plan, team, out));
+    fclose(out);
+}
+
 #endif

@@ -183,7 +183,6 @@ static void test_ht_deepseek_prefill_8_ranks(void **state)
     ncclxPlanSizes_t s = sizes_of(groups, 1, 0, &team);
     ncclxPlan_t plan = NCCLX_PLAN_INIT;
     char buf[8192] = {0};
-    FILE *out;
 
     /* Payload P = 7168 * 2 = 14336; combine row = a16(7168 * 2) = 14336.  Symmetric, each
      * region at the next 256 bytes:
@@ -219,10 +218,7 @@ static void test_ht_deepseek_prefill_8_ranks(void **state)
     /* The print names the HT regions with the same numbers. */
     plan.num_ep_groups = 1;
     plan.ep_groups = groups;
-    out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
-    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
-    fclose(out);
+    print_plan(&plan, &team, buf, sizeof(buf));
     assert_non_null(strstr(buf, "HT routing map"));
     assert_non_null(strstr(buf, "HT dispatch rows"));
     assert_non_null(strstr(buf, "469762048"));
@@ -639,12 +635,9 @@ static void test_plan_print_lists_regions(void **state)
     ncclxTeam_t team = team_of(8, 1);
     char buf[8192] = {0};
     size_t offset, bytes;
-    FILE *out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
     plan.num_ep_groups = 1;
     plan.ep_groups = groups;
-    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
-    fclose(out);
+    print_plan(&plan, &team, buf, sizeof(buf));
     assert_non_null(strstr(buf, "dispatch receive area"));
     assert_non_null(strstr(buf, "29523968"));
     /* The expert-major group's counts, at their offset (test_ll_deepseek_8_ranks). */
@@ -658,36 +651,24 @@ static void test_plan_print_lists_regions(void **state)
     assert_null(strstr(buf, "M2N"));     /* no staging, no M2N region */
     assert_null(strstr(buf, "network")); /* one domain: no network region */
     /* Rank-major alone: no counts. */
-    memset(buf, 0, sizeof(buf));
     g.layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
-    out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
-    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
-    fclose(out);
+    print_plan(&plan, &team, buf, sizeof(buf));
     assert_non_null(strstr(buf, "dispatch receive area"));
     assert_null(strstr(buf, "dispatch expert counts"));
     assert_non_null(strstr(buf, "(4 x 12544)"));
     g.layouts = ll_group().layouts;
     /* Across nodes (8 ranks in 2 nodes of 4): the network staging of the counts, 4 remote ranks
      * * 32 local experts * 4 bytes. */
-    memset(buf, 0, sizeof(buf));
     team = team_of(8, 2);
-    out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
-    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
-    fclose(out);
+    print_plan(&plan, &team, buf, sizeof(buf));
     printed_region(buf, "dispatch expert counts", &offset, &bytes);
     assert_int_equal(bytes, 2 * 8 * 32 * 4);
     printed_region(buf, "dispatch count staging", &offset, &bytes);
     assert_int_equal(bytes, 4 * 32 * 4);
     team = team_of(8, 1);
     /* With staging: its regions by name, the ring's bytes among them. */
-    memset(buf, 0, sizeof(buf));
     plan.m2n_staging_bytes = 131072;
-    out = fmemopen(buf, sizeof(buf) - 1, "w");
-    assert_non_null(out);
-    assert_ncclx_ok(ncclxPlanPrint(&plan, &team, out));
-    fclose(out);
+    print_plan(&plan, &team, buf, sizeof(buf));
     assert_non_null(strstr(buf, "M2N staging"));
     assert_non_null(strstr(buf, "131072"));
     assert_non_null(strstr(buf, "M2N signals"));
