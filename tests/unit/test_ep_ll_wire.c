@@ -31,6 +31,22 @@ static void test_entry_word_round_trip(void **state)
     }
 }
 
+/* The slot field keeps all 15 bits, past the largest real slot: a corrupt or mismatched entry
+ * must decode as the slot it carries, so that the receiver's bound (slot < the source's count)
+ * refuses it instead of a wrapped value landing on another row. */
+static void test_entry_word_full_slot_field(void **state)
+{
+    (void)state;
+    const int32_t slots[] = {(int32_t)NCCLX_EP_MAX_LL_TOKENS_PER_RANK, 1 << 12, 1 << 14,
+                             (1 << 15) - 1};
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        const int32_t w = ncclx_ep_pack_entry(4095, slots[i]);
+        assert_true(w >= 0);
+        assert_int_equal(ncclx_ep_entry_expert(w), 4095);
+        assert_int_equal(ncclx_ep_entry_slot(w), slots[i]);
+    }
+}
+
 /* An empty entry is -1 whatever slot the routing left beside it, and decodes as no expert; a
  * rank-major entry (slot 0) is the expert id itself, which the rank-major unpack writes out. */
 static void test_entry_word_empty_and_rank_major(void **state)
@@ -94,6 +110,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_entry_word_round_trip),
+        cmocka_unit_test(test_entry_word_full_slot_field),
         cmocka_unit_test(test_entry_word_empty_and_rank_major),
         cmocka_unit_test(test_token_word_round_trip),
         cmocka_unit_test(test_signal_word_round_trip),
