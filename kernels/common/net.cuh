@@ -52,7 +52,11 @@ __device__ __forceinline__ ncclx_net_held_t *emu_held(const ncclx_net_desc_t &n,
     return n.held + ((size_t)context * n.ranks + peer) * NCCLX_NET_HELD_PUTS + slot;
 }
 
-// Applies the puts held back for (context, peer), the latest first.
+// Applies the puts held back for (context, peer), the latest first.  A slot another warp is
+// filling (1) or applying (3) is waited for, never skipped: its put may be one this rank posted
+// before the signal that calls here, and the signal must not overtake it (a slot being filled
+// becomes held, and this warp applies it; one being applied becomes free once it has landed).
+// Neither state waits on anything, so the wait is short.
 __device__ __forceinline__ void emu_apply_held(const ncclx_net_desc_t &n, int context, int peer,
                                                int lane)
 {
@@ -60,7 +64,11 @@ __device__ __forceinline__ void emu_apply_held(const ncclx_net_desc_t &n, int co
         ncclx_net_held_t *h = emu_held(n, context, peer, slot);
         bool mine = false;
         if (lane == 0) {
-            mine = atomicCAS(&h->state, 2u, 3u) == 2u;
+            unsigned state;
+            do {
+                state = atomicCAS(&h->state, 2u, 3u);
+            } while (state == 1u || state == 3u);
+            mine = state == 2u;
             __threadfence();
         }
         mine = __shfl_sync(0xffffffffu, mine, 0);
