@@ -19,6 +19,19 @@ namespace ncclx
 constexpr int kWarpSize = 32;
 constexpr int kWarps = NCCLX_EP_THREADS / kWarpSize;
 
+// This warp's index in the grid for a loop `for (u = unit_warp(units, warps); u < units;
+// u += warps)`.  With fewer units than warps, numbered across blocks first (warp w of block b
+// is w * gridDim.x + b), so that every block, and so every SM, gets a share of the units instead
+// of the first few blocks' SMs all of them.  Otherwise blocks first, so that neighbouring units
+// (the chunks of one row) go to warps of one block, which share their loads of its metadata.
+__device__ __forceinline__ int unit_warp(long long units, int warps)
+{
+    if (units < warps) {
+        return (int)(threadIdx.x / kWarpSize) * (int)gridDim.x + (int)blockIdx.x;
+    }
+    return (int)blockIdx.x * kWarps + (int)(threadIdx.x / kWarpSize);
+}
+
 // The destinations of a warp's copy, held one per lane: lane l's `mine` is a destination
 // when bit l of `lanes` is set.  Keeping them in lanes (instead of an array per thread) keeps
 // the copy loops free of local memory; a lane's pointer reaches the others by a shuffle.

@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     __syncthreads();
     source_starts(count, start, g.ranks);
     const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
     const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
     const char *expert_out = static_cast<const char *>(a.expert_out);
@@ -59,8 +59,16 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // peer has evicted this rank (it was late), it must not store one more row.
     const unsigned *stop = g.evicted != nullptr ? &g.evicted[g.rank] : nullptr;
     bool going = true;
-    for (int u = warp; going && u < start[g.ranks] * chunks; u += warps) {
-        const int n = u / chunks, c = u % chunks, s = source_of(start, g.ranks, n);
+    // Expert-major, the rows of a (message, chunk) go to different slots.  When the grid has
+    // warps to spare (few messages: one rank, a small batch) they are split over `split` warps,
+    // part p taking the message's p-th, (p + split)-th, ... rows, so that several rows' loads
+    // are in flight at once instead of one row after another.
+    const int units = start[g.ranks] * chunks;
+    const int split = h.expert_major ? max(1, min(K, warps / max(units, 1))) : 1;
+    const int warp = unit_warp((long long)units * split, warps);
+    for (int u = warp; going && u < units * split; u += warps) {
+        const int part = u % split, v = u / split;
+        const int n = v / chunks, c = v % chunks, s = source_of(start, g.ranks, n);
         const int i = n - start[s], m = s * T + i;
         const int tok = h.recv_tok[m];
         if (tok == NCCLX_EP_TOKEN_DROPPED) {
@@ -78,26 +86,28 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
             continue;
         }
-        // Lane k holds top-k entry k's output row; each valid row goes to slot (t, k).
+        // Lane k holds top-k entry k's output row and its destination, slot (t, k) (or the
+        // row's staging place); this part copies the rows whose index among the message's rows
+        // is `part` modulo `split`.  The destinations are worked out before the loop, one per
+        // lane, so that the loop keeps only what the copy needs live (it runs at the kernel's
+        // register limit).
         const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
-        const unsigned rows = __ballot_sync(0xffffffffu, p >= 0);
+        const unsigned valid = __ballot_sync(0xffffffffu, p >= 0);
+        const int q = __popc(valid & lanemask_lt());
+        to.mine = p < 0    ? nullptr
+                  : remote ? staged_row(g, s, i, q)
+                           : combine_slot(peer, g, parity, t, lane);
+        const unsigned rows = __ballot_sync(0xffffffffu, p >= 0 && q % split == part);
         for (unsigned rest = rows; going && rest != 0; rest &= rest - 1) {
             const int k = __ffs(rest) - 1;
-            const int pk = __shfl_sync(0xffffffffu, p, k);
-            to.lanes = 1u;
-            to.mine = remote ? staged_row(g, s, i, __popc(rows & ((1u << k) - 1)))
-                             : combine_slot(peer, g, parity, t, k);
-            going = warp_copy_to(to, expert_out + (size_t)pk * row, begin, end, lane, stop);
+            to.lanes = 1u << k;
+            going = warp_copy_to(to, expert_out + (size_t)__shfl_sync(0xffffffffu, p, k) * row,
+                                 begin, end, lane, stop);
         }
     }
     if (last_block(&g.state->combine_arrive)) {
         // One answer for the whole block: wait_late_rows synchronizes it.
-        __shared__ bool out;
-        if (threadIdx.x == 0) {
-            out = self_out(g);
-        }
-        __syncthreads();
-        if (!out) {
+        if (!block_self_out(g)) {
             (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
             for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
                 if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
@@ -242,6 +252,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
     const int parity = op.parity, H = g.hidden, lane = threadIdx.x % kWarpSize;
+    // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
     const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t esize = dtype_bytes(a.dtype);
     // Whole 8-element groups of 16-byte aligned rows take the vector path.

@@ -457,32 +457,52 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
 
 // ---- the received messages as one list ----
 
+// out[i] = sum of in[j] over j < i for i < n, and out[n] = the total, by one warp (every lane
+// calls it), 32 entries a step; in and out may be the same shared-memory array.
+__device__ __forceinline__ void warp_exclusive_sum(const int *in, int *out, int n, int lane)
+{
+    int running = 0;
+    for (int i0 = 0; i0 < n; i0 += kWarpSize) {
+        const int i = i0 + lane;
+        const int x = i < n ? in[i] : 0;
+        int incl = x;
+        for (int off = 1; off < kWarpSize; off <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, incl, off);
+            incl += lane >= off ? up : 0;
+        }
+        if (i < n) {
+            out[i] = running + incl - x;
+        }
+        running += __shfl_sync(0xffffffffu, incl, kWarpSize - 1);
+    }
+    if (lane == 0) {
+        out[n] = running;
+    }
+}
+
 // start[s] = sum of count[r] over r < s, for s <= R (shared memory, every thread calls it; warp 0
-// scans 32 sources at a time).  The list of (source, message) then has start[R] entries: the
-// kernels walk it instead of all R x T slots, so a rank that got one token does one unit of work.
+// scans).  The list of (source, message) then has start[R] entries: the kernels walk it instead
+// of all R x T slots, so a rank that got one token does one unit of work.
 __device__ __forceinline__ void source_starts(const int *count, int *start, int ranks)
 {
     if (threadIdx.x < kWarpSize) {
-        const int lane = threadIdx.x;
-        int running = 0;
-        for (int s0 = 0; s0 < ranks; s0 += kWarpSize) {
-            const int s = s0 + lane;
-            const int n = s < ranks ? count[s] : 0;
-            int incl = n;
-            for (int off = 1; off < kWarpSize; off <<= 1) {
-                const int up = __shfl_up_sync(0xffffffffu, incl, off);
-                incl += lane >= off ? up : 0;
-            }
-            if (s < ranks) {
-                start[s] = running + incl - n;
-            }
-            running += __shfl_sync(0xffffffffu, incl, kWarpSize - 1);
-        }
-        if (lane == 0) {
-            start[ranks] = running;
-        }
+        warp_exclusive_sum(count, start, ranks, (int)threadIdx.x);
     }
     __syncthreads();
+}
+
+// Whether this rank is out of the group (self_out), read once for the whole block, so that every
+// lane of a warp takes the same branch into the warp-collective code after it even if a mask
+// changes meanwhile.  Every thread of the block calls it.
+__device__ __forceinline__ bool block_self_out(const ncclx_ep_ll_group_desc_t &g)
+{
+    __shared__ bool out;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out = self_out(g);
+    }
+    __syncthreads();
+    return out;
 }
 
 // The source of entry n of the list: the last s with start[s] <= n (n < start[R]).

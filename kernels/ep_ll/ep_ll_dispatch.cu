@@ -230,10 +230,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
     const int parity = op.parity, lane = threadIdx.x % kWarpSize;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps;
     const bool fp8 = a.recipe == kRecipeFp8;
     const size_t in_row = a.row_bytes, poff = payload_offset(g);
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
+    const int warp = unit_warp((long long)h.num_tokens * chunks, warps);
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, c = u % chunks;
         const TokenRoute r = route_token(g, h, view, t, parity, lane);
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
     // ranks are signalled by the network kernel, after their puts.
-    if (last_block(&g.state->dispatch_arrive) && !self_out(g)) {
+    if (last_block(&g.state->dispatch_arrive) && !block_self_out(g)) {
         signal_destinations(g, h, a, view, op);
     }
 }
@@ -315,23 +316,8 @@ __device__ __forceinline__ void plan_expert_rows(const ncclx_ep_ll_group_desc_t 
         return;
     }
     for (int l = threadIdx.x / kWarpSize; l < L; l += kWarps) {
-        int *row = p.row + (size_t)l * (R + 1), running = 0;
-        for (int s0 = 0; s0 < R; s0 += kWarpSize) {
-            const int s = s0 + lane;
-            const int n = s < R ? row[s] : 0;
-            int incl = n;
-            for (int off = 1; off < kWarpSize; off <<= 1) {
-                const int up = __shfl_up_sync(0xffffffffu, incl, off);
-                incl += lane >= off ? up : 0;
-            }
-            if (s < R) {
-                row[s] = running + incl - n;
-            }
-            running += __shfl_sync(0xffffffffu, incl, kWarpSize - 1);
-        }
-        if (lane == 0) {
-            row[R] = running;
-        }
+        int *row = p.row + (size_t)l * (R + 1);
+        warp_exclusive_sum(row, row, R, lane);
     }
     __syncthreads();
 }
@@ -413,7 +399,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->dispatch_seq);
     const int parity = op.parity, T = g.max_tokens, K = h.topk, R = g.ranks;
     const int lane = threadIdx.x % kWarpSize;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps;
     for (int s = threadIdx.x; s < R; s += blockDim.x) {
         p.count[s] = h.recv_count[s]; // dispatch_wait_kernel's answer
     }
@@ -428,6 +414,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
     const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
     char *self = peer_base(g, g.rank);
+    const int warp = unit_warp((long long)p.start[R] * chunks, warps);
     for (int u = warp; u < p.start[R] * chunks; u += warps) {
         const int n = u / chunks, c = u % chunks, s = source_of(p.start, R, n);
         const int i = n - p.start[s], m = s * T + i;
@@ -495,15 +482,21 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 } // namespace
 } // namespace ncclx
 
-// No more blocks than the handle's (token, chunk) units need: a rank with one token launches
-// one block, and its last-block election and launch cost that much less.
+// Warps of a send block that have a (token, chunk) unit when the grid is cut to the units.
+constexpr size_t kSendUnitsPerBlock = 4;
+
+// No more blocks than the handle's (token, chunk) units need, at kSendUnitsPerBlock units a
+// block (unit_warp spreads them): a rank with one token launches one block, and its
+// last-block election and launch cost that much less, while a rank with a few hundred units
+// stores from as many SMs as the group's grid allows rather than from units / 16.
 extern "C" int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
                                                 size_t row_bytes)
 {
     const size_t units =
         (size_t)num_tokens * ((row_bytes + ncclx::kChunkBytes - 1) / ncclx::kChunkBytes);
-    return (int)std::min<size_t>((size_t)g->blocks,
-                                 std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
+    return (int)std::min<size_t>(
+        (size_t)g->blocks,
+        std::max<size_t>(1, (units + kSendUnitsPerBlock - 1) / kSendUnitsPerBlock));
 }
 
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,

@@ -60,9 +60,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
     const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.max_tokens * g.msg_bytes;
     const int pieces = (int)((row + kNetPieceBytes - 1) / kNetPieceBytes);
+    const int warp = unit_warp((long long)remote * pieces, warps);
     for (int u = warp; u < remote * pieces; u += warps) {
         const int ri = u / pieces, d = remote_rank(g, ri);
         const size_t begin = (size_t)(u % pieces) * kNetPieceBytes;
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         net_put_warp(g.net, d, dst, src, min(kNetPieceBytes, bytes - begin), lane);
     }
     net_flush_warp(g.net, lane);
-    if (last_block(&g.state->net_arrive) && !self_out(g)) {
+    if (last_block(&g.state->net_arrive) && !block_self_out(g)) {
         signal_remote(g, view, op, kDispatchDir, a.op, h.send_count, h.expert_major != 0);
     }
 }
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, remote = g.ranks - g.lsa_size, T = g.max_tokens;
     const int K = h.topk;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps, warp = unit_warp((long long)remote * T, warps);
     const size_t row = (size_t)g.hidden * (a.dtype == kFp32 ? 4 : 2);
     for (int u = warp; u < remote * T; u += warps) {
         const int ri = u / T, i = u % T, s = remote_rank(g, ri), m = s * T + i;
@@ -119,7 +120,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
     }
     net_flush_warp(g.net, lane);
-    if (last_block(&g.state->net_arrive) && !self_out(g)) {
+    if (last_block(&g.state->net_arrive) && !block_self_out(g)) {
         signal_remote(g, view, op, kCombineDir, a.op, nullptr, false);
     }
 }
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
     const int lane = threadIdx.x % kWarpSize, K = h.topk, T = g.max_tokens;
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
+    const int warps = gridDim.x * kWarps, warp = unit_warp(h.num_tokens, warps);
     const size_t row = (size_t)g.hidden * (a.dtype == kFp32 ? 4 : 2);
     char *self = peer_base(g, g.rank);
     for (int w = threadIdx.x; w < kLiveWords; w += blockDim.x) {
