@@ -113,6 +113,9 @@ typedef struct {
     int round_scales;
     int out_idx_int64; /* rank-major out_topk_idx is INT64 */
     unsigned op;       /* operation word (ep_ll_wire.h): checked by every receiver */
+    int wait_in_send;  /* the send's last block waits for the sources (no wait kernel): set
+                          by the host for a dispatch that is not send_only, in one load/store
+                          domain, of at most NCCLX_EP_THREADS ranks */
 } ncclx_ep_ll_dispatch_desc_t;
 
 typedef struct {

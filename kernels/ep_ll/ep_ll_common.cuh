@@ -182,8 +182,10 @@ struct LiveView {
 };
 
 // One thread per rank, a warp per 32 ranks: every load of the view is issued at once.  A
-// rank that finds itself evicted (a peer timed out on it) reports it and exchanges nothing.
-__device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
+// rank that finds itself evicted (a peer timed out on it) reports it (from the block that
+// `reporter` names, so that a kernel reports once) and exchanges nothing.
+__device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view,
+                                               bool reporter)
 {
     const bool out = self_out(g);
     const int lane = threadIdx.x % kWarpSize;
@@ -193,7 +195,7 @@ __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g
         bool live = !out && r < g.ranks;
         if (g.inactive != nullptr && r < g.ranks) {
             live = live && load_volatile(&g.inactive[r]) == 0;
-            if (r == g.rank && blockIdx.x == 0 && load_volatile(&g.evicted[r]) != 0) {
+            if (r == g.rank && reporter && load_volatile(&g.evicted[r]) != 0) {
                 report_error(g, kErrorEvicted);
             }
         }
@@ -203,6 +205,11 @@ __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g
         }
     }
     __syncthreads();
+}
+
+__device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
+{
+    load_live_view(g, view, blockIdx.x == 0);
 }
 
 // ---- what a rank concluded about a source ----

@@ -222,6 +222,23 @@ __device__ __forceinline__ void signal_destinations(const ncclx_ep_ll_group_desc
     }
 }
 
+// The receive's wait, one thread per source from `first` in steps of `step`: learn what each
+// source sent (wait_source: one answer for the rank) and record it for the copy.
+__device__ __forceinline__ void wait_sources(const ncclx_ep_ll_group_desc_t &g,
+                                             const ncclx_ep_ll_handle_desc_t &h,
+                                             const ncclx_ep_ll_dispatch_desc_t &a,
+                                             const LiveView &view, const Op &op, int first,
+                                             int step)
+{
+    for (int s = first; s < g.ranks; s += step) {
+        const int got = wait_source(g, kDispatchDir, s, op, a.op, view.has(s));
+        h.recv_count[s] = got < 0 ? 0 : min(got, g.max_tokens);
+        if (!h.expert_major) {
+            a.out_counts[s] = h.recv_count[s];
+        }
+    }
+}
+
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
@@ -263,8 +280,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
     // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
     // ranks are signalled by the network kernel, after their puts.
-    if (last_block(&g.state->dispatch_arrive) && !block_self_out(g)) {
-        signal_destinations(g, h, a, view, op);
+    if (last_block(&g.state->dispatch_arrive)) {
+        if (!block_self_out(g)) {
+            signal_destinations(g, h, a, view, op);
+        }
+        // A dispatch that receives at once waits here, in the one block left, instead of in a
+        // kernel of its own: one launch less on the path of every dispatch.  The view is taken
+        // again, as the wait kernel would take it after the send (an eviction meanwhile counts).
+        if (a.wait_in_send) {
+            __syncthreads();
+            load_live_view(g, view, true);
+            wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
+        }
     }
 }
 
@@ -373,14 +400,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     __shared__ LiveView view;
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < g.ranks) {
-        const int got = wait_source(g, kDispatchDir, s, op, a.op, view.has(s));
-        h.recv_count[s] = got < 0 ? 0 : min(got, g.max_tokens);
-        if (!h.expert_major) {
-            a.out_counts[s] = h.recv_count[s];
-        }
-    }
+    wait_sources(g, h, a, view, op, (int)(blockIdx.x * blockDim.x + threadIdx.x),
+                 (int)(gridDim.x * blockDim.x));
 }
 
 // The receive's copy: every block learns where every row goes (RecvPlan), then its warps take
@@ -401,21 +422,25 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const int lane = threadIdx.x % kWarpSize;
     const int warps = gridDim.x * kWarps;
     for (int s = threadIdx.x; s < R; s += blockDim.x) {
-        p.count[s] = h.recv_count[s]; // dispatch_wait_kernel's answer
+        p.count[s] = h.recv_count[s]; // the wait's answer (wait_sources)
     }
     __syncthreads();
     source_starts(p.count, p.start, R);
-    if (h.expert_major) {
+    const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
+    const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
+    const long long units = (long long)p.start[R] * chunks;
+    // A block that unit_warp gives no unit (few messages: a small batch) skips the expert plan,
+    // R x L counts loaded and summed for nothing; block 0 still plans, for out_counts.
+    const bool busy = units >= warps || (long long)blockIdx.x < units;
+    if (h.expert_major && (busy || blockIdx.x == 0)) {
         plan_expert_rows(g, p, parity);
         for (int l = threadIdx.x; blockIdx.x == 0 && l < g.local_experts; l += blockDim.x) {
             a.out_counts[l] = p.row[(size_t)l * (R + 1) + R];
         }
     }
-    const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
-    const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
     char *self = peer_base(g, g.rank);
-    const int warp = unit_warp((long long)p.start[R] * chunks, warps);
-    for (int u = warp; u < p.start[R] * chunks; u += warps) {
+    const int warp = unit_warp(units, warps);
+    for (int u = warp; u < units; u += warps) {
         const int n = u / chunks, c = u % chunks, s = source_of(p.start, R, n);
         const int i = n - p.start[s], m = s * T + i;
         const char *msg = message_at(self, g, parity, s, i);
@@ -518,8 +543,10 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
                                                         const ncclx_ep_ll_dispatch_desc_t *a,
                                                         cudaStream_t stream)
 {
-    ncclx::dispatch_wait_kernel<<<(g->ranks + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS,
-                                  NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    if (!a->wait_in_send) {
+        ncclx::dispatch_wait_kernel<<<(g->ranks + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS,
+                                      NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    }
     const size_t smem = ncclx::recv_plan_bytes(g->ranks, g->local_experts, h->expert_major);
     ncclx::dispatch_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
     return cudaGetLastError();

@@ -7,7 +7,8 @@
  * h1, combine h2), 1000 back-to-back iterations rerouting one handle between two routings
  * and recipes, and update + dispatch + combine captured in a CUDA graph on every rank and
  * replayed 100 times with new tokens, weights and routings written between replays, and
- * handles on caller memory (ncclxEpHandleInit) routed by updates.
+ * handles on caller memory (ncclxEpHandleInit) routed by updates, and the kernels a captured
+ * dispatch holds (two, three when send_only).
  * Allocation counters stay at zero from the end of buffer allocation to the end of each
  * test.  TEST_SEED=n replays a run's random data.
  */
@@ -378,6 +379,85 @@ static void test_graph_capture(void **state)
     ep_team_close(&t);
 }
 
+/* ---- kernels per dispatch ---- */
+
+/* Captures rank r's dispatch (with send_only, its send and ncclxEpComplete) and returns the
+ * graph's kernel nodes. */
+static size_t capture_dispatch(ep_run_t *run, uint32_t r, uint32_t send_only, cudaGraphExec_t *exec)
+{
+    const ep_team_t *t = run->team;
+    cudaGraph_t graph = NULL;
+    cudaGraphNode_t nodes[32];
+    size_t n = 0, kernels = 0;
+    ncclxEpDispatchArgs_t da = ep_dispatch_args(run, r, send_only);
+    assert_cuda_ok(cudaStreamBeginCapture(t->stream[r], cudaStreamCaptureModeThreadLocal));
+    assert_ncclx_ok(ncclxEpDispatch(run->handle[r], &da, t->stream[r]));
+    if (send_only) {
+        assert_ncclx_ok(ncclxEpComplete(run->handle[r], t->stream[r]));
+    }
+    assert_cuda_ok(cudaStreamEndCapture(t->stream[r], &graph));
+    assert_cuda_ok(cudaGraphGetNodes(graph, NULL, &n));
+    assert_in_range(n, 1, sizeof(nodes) / sizeof(nodes[0]));
+    assert_cuda_ok(cudaGraphGetNodes(graph, nodes, &n));
+    for (size_t i = 0; i < n; i++) {
+        enum cudaGraphNodeType type;
+        assert_cuda_ok(cudaGraphNodeGetType(nodes[i], &type));
+        kernels += type == cudaGraphNodeTypeKernel;
+    }
+    assert_cuda_ok(cudaGraphInstantiate(exec, graph, 0));
+    assert_cuda_ok(cudaGraphDestroy(graph));
+    return kernels;
+}
+
+/* A dispatch that receives at once is two kernels on a team of one load/store domain: the
+ * send, whose last block also waits for the sources, and the copy.  A send_only dispatch keeps
+ * its wait for ncclxEpComplete (send alone, then wait and copy: three).  Both graphs replayed
+ * on every rank of the team must give the exact outputs. */
+static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
+{
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    cudaGraphExec_t exec[EP_MAX_RANKS];
+    ep_run_alloc(&run, t, k);
+    ep_alloc_arm();
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(t);
+    for (uint32_t send_only = 0; send_only < 2; send_only++) {
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            assert_int_equal(capture_dispatch(&run, r, send_only, &exec[r]), 2 + send_only);
+        }
+        for (int replay = 0; replay < 3; replay++) {
+            ep_run_poison_dispatch(&run);
+            for (uint32_t r = 0; r < t->ranks; r++) {
+                assert_cuda_ok(cudaGraphLaunch(exec[r], t->stream[r]));
+            }
+            ep_team_sync(t);
+            ep_run_check_dispatch(&run);
+        }
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
+        }
+    }
+    ep_run_destroy(&run);
+    ep_alloc_assert_none("dispatch launches");
+    ep_run_free(&run);
+}
+
+static void test_dispatch_launches(void **state)
+{
+    ep_team_t t;
+    (void)state;
+    ep_rng_reset("dispatch_launches");
+    open_team(&t, 4);
+    dispatch_launches_case(&t, &send_only_cases[0]);
+    dispatch_launches_case(&t, &send_only_cases[1]);
+    ep_team_close(&t);
+    open_team(&t, 0);
+    dispatch_launches_case(&t, &send_only_cases[0]);
+    ep_team_close(&t);
+}
+
 /* ---- the split lifecycle ---- */
 
 /* Handles on caller memory (ncclxEpHandleMemSize bytes, ncclxEpHandleInit): refused until the
@@ -434,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_two_handles_alternating),
         cmocka_unit_test(test_back_to_back_iterations),
         cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_dispatch_launches),
         cmocka_unit_test(test_caller_memory),
     };
     ep_seed_init("test_ep_ll_flow");
