@@ -147,13 +147,6 @@ static ncclxResult_t ncclx_ll_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispat
     ncclx_ep_ll_dispatch_desc_t desc;
     NCCLX_CHECK(ncclx_ep_dispatch_desc(h, a, &desc));
     NCCLX_CHECK(ncclx_ep_check_stream(h->group, stream, "ncclxEpDispatch"));
-    /* A dispatch that receives at once waits for its sources in the send's last block (one
-     * launch less).  Not a send_only one: its send must end without waiting.  Not across load/
-     * store domains: the network kernel, enqueued after the send, signals the remote ranks.
-     * Not past one block's threads (one per source): a thread would wait for two sources one
-     * after the other, and two timeouts could add up. */
-    desc.wait_in_send = !a->send_only && h->group->desc.net.kind == NCCLX_NET_NONE &&
-                        h->group->desc.ranks <= NCCLX_EP_THREADS;
     h->pending_dispatch = desc;
     /* A new dispatch replaces the handle's received routing, whatever happens next. */
     h->dispatched = 0;

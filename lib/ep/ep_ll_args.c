@@ -206,6 +206,13 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
      * FP8 makes FLOAT32 ones). */
     d.op = ncclx_ep_op_word((uint32_t)h->desc.topk, h->desc.expert_major, a->recipe,
                             (uint32_t)a->tokens.dtype, d.scale_bytes, ncclx_scale_dtype(a, &d));
+    /* A dispatch that receives at once waits for its sources in the send's last block (one
+     * launch less).  Not a send_only one: its send must end without waiting.  Not across load/
+     * store domains: the network kernel, enqueued after the send, signals the remote ranks.
+     * Not past one block's threads (one per source): a thread would wait for two sources one
+     * after the other, and two timeouts could add up. */
+    d.wait_in_send = a->send_only == 0 && h->group->desc.net.kind == NCCLX_NET_NONE &&
+                     h->group->desc.ranks <= NCCLX_EP_THREADS;
     *out = d;
     return ncclxSuccess;
 }

@@ -5,7 +5,8 @@
  * ep_ll_args_fixture.h: valid arguments fill the descriptors, the operation word changes with
  * every field ranks must agree on, each field of valid arguments broken in turn (one table row
  * per refusal) makes the call fail with the expected code, name that field and leave its
- * output untouched, and zero tokens take NULL data.  The entry points' own refusals are
+ * output untouched, zero tokens take NULL data, and which dispatches wait for their sources in
+ * the send's last block.  The entry points' own refusals are
  * tests/unit/test_ep_entry.c.
  */
 #include "ep_ll_args_fixture.h"
@@ -60,6 +61,42 @@ static void test_valid_dispatch(void **state)
 
 /* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
  * dtype and size up to max_scale_bytes, or none at all. */
+/* The dispatch's wait moves into the send's last block only where that cannot block or
+ * slow the send: not send_only (its send must end without waiting for peers), not across
+ * load/store domains (the network kernel enqueued after the send signals remote ranks, so a
+ * send that waited would never see them), not past one block's threads (one per source). */
+static void test_wait_in_send(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f;
+        ncclx_ep_ll_dispatch_desc_t d;
+        make_fixture(&f, layouts[l]);
+        f.group.desc.ranks = R;
+        ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 1);
+        a.send_only = 1;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        a.send_only = 0;
+        f.group.desc.net.kind = NCCLX_NET_EMULATED;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_GIN;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_NONE;
+        f.group.desc.ranks = NCCLX_EP_THREADS;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 1);
+        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+    }
+}
+
 static void test_valid_quant_fwd_variants(void **state)
 {
     (void)state;
@@ -690,6 +727,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_dispatch),
+        cmocka_unit_test(test_wait_in_send),
         cmocka_unit_test(test_valid_quant_fwd_variants),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_op_word_fields),
