@@ -4,12 +4,13 @@
  * LL dispatch.  Send: each warp takes a (token, chunk) and stores it once into every
  * destination rank's receive area (quantizing to FP8 on the way for that recipe); the grid's
  * last block then gives every rank this rank's row count per local expert of that rank
- * (expert-major) and signals it with its message count.  Receive, two kernels: wait for every
- * source (a block or two), then the copy: learn from the counts where each (local expert,
- * source)'s rows start (rows of an expert are in (source, token) order: the routing numbered
- * each source's tokens per expert, and that number travels in the message's top-k entries), and
- * copy each received message straight to its output rows; its last block ends the operation
- * (op_end).
+ * (expert-major) and signals it with its message count.  Receive: wait for every source (a
+ * kernel of a block or two; or, for a dispatch that is not send_only on one load/store domain,
+ * the send's last block: wait_in_send), then the copy: learn from the counts where each (local
+ * expert, source)'s rows start (rows of an expert are in (source, token) order: the routing
+ * numbered each source's tokens per expert, and that number travels in the message's top-k
+ * entries), and copy each received message straight to its output rows; its last block ends the
+ * operation (op_end).
  */
 #include <algorithm>
 
