@@ -59,8 +59,6 @@ static void test_valid_dispatch(void **state)
     }
 }
 
-/* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
- * dtype and size up to max_scale_bytes, or none at all. */
 /* The dispatch's wait moves into the send's last block only where that cannot block or
  * slow the send: not send_only (its send must end without waiting for peers), not across
  * load/store domains (the network kernel enqueued after the send signals remote ranks, so a
@@ -97,6 +95,8 @@ static void test_wait_in_send(void **state)
     }
 }
 
+/* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
+ * dtype and size up to max_scale_bytes, or none at all. */
 static void test_valid_quant_fwd_variants(void **state)
 {
     (void)state;
