@@ -118,12 +118,24 @@ typedef struct {
                           domain, of at most NCCLX_EP_THREADS ranks */
 } ncclx_ep_ll_dispatch_desc_t;
 
+/* The combine receive reduces a token's row in units of this many elements (one warp each). */
+#define NCCLX_EP_LL_REDUCE_UNIT_ELEMS 256
+/* A combine whose receive has at most this many (token, unit) units (two steps of one block's
+ * warps: a token of hidden 7168, a few of a smaller hidden) may be reduced by the send's last
+ * block: see reduce_in_send. */
+#define NCCLX_EP_LL_REDUCE_IN_SEND_UNITS 32
+
 typedef struct {
     const void *expert_out;    /* EM [L, R*T, H] or RM [R, T, H] */
     const float *topk_weights; /* EM [num_tokens, K] */
     void *out;                 /* [num_tokens, H] */
     int dtype;                 /* BF16, FP16 or FP32 (ncclxDataType_t values) */
     unsigned op;               /* combine operation word (ep_ll_wire.h) */
+    int reduce_in_send;        /* the send's last block waits for the sources and reduces (no
+                                  receive kernel): set by the host for a combine that is not
+                                  send_only, in one load/store domain, of at most
+                                  NCCLX_EP_THREADS ranks and NCCLX_EP_LL_REDUCE_IN_SEND_UNITS
+                                  units */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */
@@ -175,7 +187,8 @@ cudaError_t ncclx_ep_ll_launch_combine_net_recv(const ncclx_ep_ll_group_desc_t *
                                                 const ncclx_ep_ll_combine_desc_t *a,
                                                 cudaStream_t stream);
 
-/** Waits for every rank and reduces into out (receive phase of combine). */
+/** Waits for every rank and reduces into out (receive phase of combine); launches nothing when
+ *  the send reduced (reduce_in_send). */
 cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
                                             const ncclx_ep_ll_handle_desc_t *h,
                                             const ncclx_ep_ll_combine_desc_t *a,

@@ -7,7 +7,9 @@
  * block signals every rank.  Receive: wait for every rank, then reduce each token's rows in a
  * fixed order in float64 and round once to the output dtype, so results are bitwise
  * reproducible; the last block ends the operation (op_end).  Which ranks arrived is decided
- * once per rank (wait_source), so every block reduces over the same rows.
+ * once per rank (wait_source), so every block reduces over the same rows.  A small combine that
+ * is not send_only, on one load/store domain, is received by the send's last block instead
+ * (reduce_in_send): one kernel per combine.
  */
 #include <algorithm>
 
@@ -33,95 +35,9 @@ __device__ __forceinline__ char *staged_row(const ncclx_ep_ll_group_desc_t &g, i
                g.combine_slot_bytes;
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
-    combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
-                        ncclx_ep_ll_combine_desc_t a)
-{
-    __shared__ LiveView view;
-    // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch.cu, RecvPlan).
-    extern __shared__ int list_smem[];
-    int *count = list_smem, *start = list_smem + g.ranks;
-    const Op op = op_begin(&g.state->combine_seq);
-    progress_begin(g, op); // before this block's first look at the evicted word
-    load_live_view(g, view);
-    // The messages of the handle's dispatch, as one list (a source out of view sends nothing).
-    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        count[s] = view.has(s) ? h.recv_count[s] : 0;
-    }
-    __syncthreads();
-    source_starts(count, start, g.ranks);
-    const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
-    const int warps = gridDim.x * kWarps;
-    const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
-    const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
-    const char *expert_out = static_cast<const char *>(a.expert_out);
-    // Rows land in slots that the source reuses for other tokens in later operations: once a
-    // peer has evicted this rank (it was late), it must not store one more row.
-    const unsigned *stop = g.evicted != nullptr ? &g.evicted[g.rank] : nullptr;
-    bool going = true;
-    // Expert-major, the rows of a (message, chunk) go to different slots.  When the grid has
-    // warps to spare (few messages: one rank, a small batch) they are split over `split` warps,
-    // part p taking the message's p-th, (p + split)-th, ... rows, so that several rows' loads
-    // are in flight at once instead of one row after another.
-    const int units = start[g.ranks] * chunks;
-    const int split = h.expert_major ? max(1, min(K, warps / max(units, 1))) : 1;
-    const int warp = unit_warp((long long)units * split, warps);
-    for (int u = warp; going && u < units * split; u += warps) {
-        const int part = u % split, v = u / split;
-        const int n = v / chunks, c = v % chunks, s = source_of(start, g.ranks, n);
-        const int i = n - start[s], m = s * T + i;
-        const int tok = h.recv_tok[m];
-        if (tok == NCCLX_EP_TOKEN_DROPPED) {
-            continue;
-        }
-        const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
-        const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
-        // A remote source's rows are staged in this rank's arena (staged_row).
-        const bool remote = is_remote(g, s);
-        char *peer = remote ? nullptr : peer_base(g, s);
-        LaneTargets to;
-        if (!h.expert_major) {
-            to.lanes = 1u;
-            to.mine = remote ? staged_row(g, s, i, 0) : combine_slot(peer, g, parity, t, order);
-            going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
-            continue;
-        }
-        // Lane k holds top-k entry k's output row and its destination, slot (t, k) (or the
-        // row's staging place); this part copies the rows whose index among the message's rows
-        // is `part` modulo `split`.  The destinations are worked out before the loop, one per
-        // lane, so that the loop keeps only what the copy needs live (it runs at the kernel's
-        // register limit).
-        const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
-        const unsigned valid = __ballot_sync(0xffffffffu, p >= 0);
-        const int q = __popc(valid & lanemask_lt());
-        to.mine = p < 0    ? nullptr
-                  : remote ? staged_row(g, s, i, q)
-                           : combine_slot(peer, g, parity, t, lane);
-        const unsigned rows = __ballot_sync(0xffffffffu, p >= 0 && q % split == part);
-        for (unsigned rest = rows; going && rest != 0; rest &= rest - 1) {
-            const int k = __ffs(rest) - 1;
-            to.lanes = 1u << k;
-            going = warp_copy_to(to, expert_out + (size_t)__shfl_sync(0xffffffffu, p, k) * row,
-                                 begin, end, lane, stop);
-        }
-    }
-    if (last_block(&g.state->combine_arrive)) {
-        // One answer for the whole block: wait_late_rows synchronizes it.
-        if (!block_self_out(g)) {
-            (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
-            for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-                if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
-                    st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
-                                   ncclx_ep_signal_word(op.tag, a.op, 0));
-                }
-            }
-        }
-        progress_end(g);
-    }
-}
-
 constexpr int kElemsPerLane = 8;
 constexpr int kElemsPerWarp = kElemsPerLane * kWarpSize;
+static_assert(kElemsPerWarp == NCCLX_EP_LL_REDUCE_UNIT_ELEMS, "the host's unit (ep_ll.h)");
 
 // 8 consecutive elements of a 16-byte aligned row as doubles (16 or 32 bytes of loads).
 __device__ __forceinline__ void load8(const char *p, int dtype, double x[kElemsPerLane])
@@ -243,17 +159,16 @@ reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
     }
 }
 
-__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
-    combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
-                        ncclx_ep_ll_combine_desc_t a)
+// The receive of a combine, by warp `warp` of `warps` of the calling blocks (every thread of each
+// calls it): the block learns which sources arrived (one thread per source; the rank's one answer
+// per source, wait_source), then its warps reduce the handle's (token, 256-element) units.
+__device__ __forceinline__ void reduce_tokens(const ncclx_ep_ll_group_desc_t &g,
+                                              const ncclx_ep_ll_handle_desc_t &h,
+                                              const ncclx_ep_ll_combine_desc_t &a,
+                                              const LiveView &view, LiveView &arrived, const Op &op,
+                                              int warp, int warps)
 {
-    __shared__ LiveView view;
-    __shared__ LiveView arrived;
-    load_live_view(g, view);
-    const Op op = op_begin(&g.state->combine_seq);
     const int parity = op.parity, H = g.hidden, lane = threadIdx.x % kWarpSize;
-    // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
-    const int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize, warps = gridDim.x * kWarps;
     const size_t esize = dtype_bytes(a.dtype);
     // Whole 8-element groups of 16-byte aligned rows take the vector path.
     const bool vector_rows = ((size_t)H * esize) % 16 == 0;
@@ -304,6 +219,124 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             }
         }
     }
+}
+
+// kReduce: the kernel of a combine that reduces in the send (reduce_in_send).  A kernel of its
+// own, so that the reduce's registers cost the send's copy loop nothing when it does not.
+template <bool kReduce>
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                        ncclx_ep_ll_combine_desc_t a)
+{
+    __shared__ LiveView view;
+    // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch.cu, RecvPlan).
+    extern __shared__ int list_smem[];
+    int *count = list_smem, *start = list_smem + g.ranks;
+    const Op op = op_begin(&g.state->combine_seq);
+    progress_begin(g, op); // before this block's first look at the evicted word
+    load_live_view(g, view);
+    // The messages of the handle's dispatch, as one list (a source out of view sends nothing).
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        count[s] = view.has(s) ? h.recv_count[s] : 0;
+    }
+    __syncthreads();
+    source_starts(count, start, g.ranks);
+    const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
+    const int warps = gridDim.x * kWarps;
+    const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
+    const int chunks = (int)((row + kChunkBytes - 1) / kChunkBytes);
+    const char *expert_out = static_cast<const char *>(a.expert_out);
+    // Rows land in slots that the source reuses for other tokens in later operations: once a
+    // peer has evicted this rank (it was late), it must not store one more row.
+    const unsigned *stop = g.evicted != nullptr ? &g.evicted[g.rank] : nullptr;
+    bool going = true;
+    // Expert-major, the rows of a (message, chunk) go to different slots.  When the grid has
+    // warps to spare (few messages: one rank, a small batch) they are split over `split` warps,
+    // part p taking the message's p-th, (p + split)-th, ... rows, so that several rows' loads
+    // are in flight at once instead of one row after another.
+    const int units = start[g.ranks] * chunks;
+    const int split = h.expert_major ? max(1, min(K, warps / max(units, 1))) : 1;
+    const int warp = unit_warp((long long)units * split, warps);
+    for (int u = warp; going && u < units * split; u += warps) {
+        const int part = u % split, v = u / split;
+        const int n = v / chunks, c = v % chunks, s = source_of(start, g.ranks, n);
+        const int i = n - start[s], m = s * T + i;
+        const int tok = h.recv_tok[m];
+        if (tok == NCCLX_EP_TOKEN_DROPPED) {
+            continue;
+        }
+        const int t = ncclx_ep_packed_token(tok), order = ncclx_ep_packed_order(tok);
+        const size_t begin = (size_t)c * kChunkBytes, end = min(row, begin + kChunkBytes);
+        // A remote source's rows are staged in this rank's arena (staged_row).
+        const bool remote = is_remote(g, s);
+        char *peer = remote ? nullptr : peer_base(g, s);
+        LaneTargets to;
+        if (!h.expert_major) {
+            to.lanes = 1u;
+            to.mine = remote ? staged_row(g, s, i, 0) : combine_slot(peer, g, parity, t, order);
+            going = warp_copy_to(to, expert_out + (size_t)m * row, begin, end, lane, stop);
+            continue;
+        }
+        // Lane k holds top-k entry k's output row and its destination, slot (t, k) (or the
+        // row's staging place); this part copies the rows whose index among the message's rows
+        // is `part` modulo `split`.  The destinations are worked out before the loop, one per
+        // lane, so that the loop keeps only what the copy needs live (it runs at the kernel's
+        // register limit).
+        const int p = lane < K ? h.recv_pos[(size_t)m * K + lane] : -1;
+        const unsigned valid = __ballot_sync(0xffffffffu, p >= 0);
+        const int q = __popc(valid & lanemask_lt());
+        to.mine = p < 0    ? nullptr
+                  : remote ? staged_row(g, s, i, q)
+                           : combine_slot(peer, g, parity, t, lane);
+        const unsigned rows = __ballot_sync(0xffffffffu, p >= 0 && q % split == part);
+        for (unsigned rest = rows; going && rest != 0; rest &= rest - 1) {
+            const int k = __ffs(rest) - 1;
+            to.lanes = 1u << k;
+            going = warp_copy_to(to, expert_out + (size_t)__shfl_sync(0xffffffffu, p, k) * row,
+                                 begin, end, lane, stop);
+        }
+    }
+    if (last_block(&g.state->combine_arrive)) {
+        // One answer for the whole block: wait_late_rows synchronizes it.
+        if (!block_self_out(g)) {
+            (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
+            for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+                if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
+                    st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
+                                   ncclx_ep_signal_word(op.tag, a.op, 0));
+                }
+            }
+        }
+        progress_end(g);
+        // A small combine that receives at once waits and reduces here, in the one block left,
+        // instead of in a kernel of its own (a launch and a grid-wide last-block election less
+        // on the path of a decode step).  The view is taken again, as the receive kernel would
+        // take it after the send; a block reduces NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units in two
+        // steps of its warps.
+        if (kReduce) {
+            __shared__ LiveView arrived;
+            __syncthreads();
+            load_live_view(g, view, true);
+            reduce_tokens(g, h, a, view, arrived, op, (int)threadIdx.x / kWarpSize, kWarps);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                op_end(&g.state->combine_seq, op);
+            }
+        }
+    }
+}
+
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                        ncclx_ep_ll_combine_desc_t a)
+{
+    __shared__ LiveView view;
+    __shared__ LiveView arrived;
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->combine_seq);
+    // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
+    reduce_tokens(g, h, a, view, arrived, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
+                  gridDim.x * kWarps);
     if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
         op_end(&g.state->combine_seq, op);
     }
@@ -318,7 +351,12 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        cudaStream_t stream)
 {
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
-    ncclx::combine_send_kernel<<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
+    if (a->reduce_in_send) {
+        ncclx::combine_send_kernel<true><<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
+    } else {
+        ncclx::combine_send_kernel<false>
+            <<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
+    }
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
         err = ncclx_ep_ll_launch_combine_net(g, h, a, stream);
@@ -331,6 +369,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
                                                        const ncclx_ep_ll_combine_desc_t *a,
                                                        cudaStream_t stream)
 {
+    if (a->reduce_in_send) {
+        return cudaSuccess; // the send's last block reduced
+    }
     if (g->net_combine_in != NCCLX_NO_NET_REGION) {
         cudaError_t err = ncclx_ep_ll_launch_combine_net_recv(g, h, a, stream);
         if (err != cudaSuccess) {
@@ -348,7 +389,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
 
 extern "C" cudaError_t ncclx_ep_ll_combine_load(void)
 {
-    cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, ncclx::combine_send_kernel);
-    return err != cudaSuccess ? err : cudaFuncGetAttributes(&attr, ncclx::combine_recv_kernel);
+    const void *const kernels[] = {
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<false>),
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<true>),
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel)};
+    return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

@@ -191,32 +191,52 @@ __device__ __forceinline__ int32_t *expert_counts(char *base, const ncclx_ep_ll_
            ((size_t)parity * g.ranks + source) * g.local_experts;
 }
 
-// The send's last block, one warp per destination d in view: expert-major, this rank's row count
-// for each local expert of d (stored into d's counts, or staged for the network kernel's put),
-// then d's signal with the message count, released after the counts (the warp's barrier orders
-// its lanes' stores before lane 0's release).
+// Where this rank's per-expert counts for destination d go: d's counts region, or (a remote d)
+// this rank's staging, which the network kernel puts before d's signal.
+__device__ __forceinline__ int32_t *counts_for(const ncclx_ep_ll_group_desc_t &g, int d, int parity)
+{
+    return is_remote(g, d)
+               ? reinterpret_cast<int32_t *>(peer_base(g, g.rank) + g.net_dispatch_counts) +
+                     (size_t)remote_index(g, d) * g.local_experts
+               : expert_counts(peer_base(g, d), g, parity, g.rank);
+}
+
+// Entries of the count copy per thread whose loads are in flight at once: a group of up to
+// kCountBatch x NCCLX_EP_THREADS (destination, expert) pairs copies its counts in one round trip.
+constexpr int kCountBatch = 4;
+
+// The send's last block, every thread: expert-major, this rank's row count for each local expert
+// of each destination d in view (stored into d's counts, or staged for the network kernel's put),
+// the (d, expert) pairs spread over the block's threads with kCountBatch loads in flight each, so
+// that the copy costs one round trip rather than one per 32 experts of a destination; then one
+// thread per d signals it with its message count, released after the counts (the barrier orders
+// every thread's stores before the release).
 __device__ __forceinline__ void signal_destinations(const ncclx_ep_ll_group_desc_t &g,
                                                     const ncclx_ep_ll_handle_desc_t &h,
                                                     const ncclx_ep_ll_dispatch_desc_t &a,
                                                     const LiveView &view, const Op &op)
 {
-    const int lane = threadIdx.x % kWarpSize, L = g.local_experts;
-    for (int d = threadIdx.x / kWarpSize; d < g.ranks; d += kWarps) {
-        if (!view.has(d)) {
-            continue;
-        }
-        const bool remote = is_remote(g, d);
-        if (h.expert_major) {
-            int32_t *to =
-                remote ? reinterpret_cast<int32_t *>(peer_base(g, g.rank) + g.net_dispatch_counts) +
-                             (size_t)remote_index(g, d) * L
-                       : expert_counts(peer_base(g, d), g, op.parity, g.rank);
-            for (int l = lane; l < L; l += kWarpSize) {
-                to[l] = h.expert_count[d * L + l];
+    const int L = g.local_experts, pairs = g.ranks * L;
+    if (h.expert_major) {
+        for (int i0 = (int)threadIdx.x; i0 < pairs; i0 += kCountBatch * (int)blockDim.x) {
+            int32_t n[kCountBatch];
+#pragma unroll
+            for (int b = 0; b < kCountBatch; b++) {
+                const int i = i0 + b * (int)blockDim.x;
+                n[b] = i < pairs && view.has(i / L) ? h.expert_count[i] : 0;
             }
-            __syncwarp();
+#pragma unroll
+            for (int b = 0; b < kCountBatch; b++) {
+                const int i = i0 + b * (int)blockDim.x;
+                if (i < pairs && view.has(i / L)) {
+                    counts_for(g, i / L, op.parity)[i % L] = n[b];
+                }
+            }
         }
-        if (lane == 0 && !remote) {
+        __syncthreads();
+    }
+    for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+        if (view.has(d) && !is_remote(g, d)) {
             st_release_sys(signal_at(peer_base(g, d), g, op.parity, g.rank, 0),
                            ncclx_ep_signal_word(op.tag, a.op, (unsigned)h.send_count[d]));
         }

@@ -260,6 +260,15 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     d.dtype = (int)a->expert_out.dtype;
     /* The dispatch's word too: a peer that dropped this rank's messages sends no rows back. */
     d.op = ncclx_ep_combine_op_word(h->pending_dispatch.op, (uint32_t)a->expert_out.dtype);
+    /* A small combine that receives at once is reduced by the send's last block (one launch
+     * less), as a dispatch waits there (wait_in_send, whose conditions it shares); only up to
+     * what one block reduces in two steps of its warps: a larger one takes its own grid. */
+    const uint64_t units =
+        (uint64_t)h->desc.num_tokens *
+        ((p->hidden + NCCLX_EP_LL_REDUCE_UNIT_ELEMS - 1) / NCCLX_EP_LL_REDUCE_UNIT_ELEMS);
+    d.reduce_in_send = a->send_only == 0 && h->group->desc.net.kind == NCCLX_NET_NONE &&
+                       h->group->desc.ranks <= NCCLX_EP_THREADS &&
+                       units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
     *out = d;
     return ncclxSuccess;
 }

@@ -8,7 +8,8 @@
  * and recipes, and update + dispatch + combine captured in a CUDA graph on every rank and
  * replayed 100 times with new tokens, weights and routings written between replays, and
  * handles on caller memory (ncclxEpHandleInit) routed by updates, and the kernels a captured
- * dispatch holds (two, three when send_only).
+ * dispatch holds (two, three when send_only) and a captured combine (one when the send reduces
+ * a small combine, two otherwise), ranks of one team taking either kind.
  * Allocation counters stay at zero from the end of buffer allocation to the end of each
  * test.  TEST_SEED=n replays a run's random data.
  */
@@ -381,17 +382,23 @@ static void test_graph_capture(void **state)
 
 /* ---- kernels per dispatch ---- */
 
-/* Captures rank r's dispatch (with send_only, its send and ncclxEpComplete) and returns the
- * graph's kernel nodes. */
-static size_t capture_dispatch(ep_run_t *run, uint32_t r, uint32_t send_only, cudaGraphExec_t *exec)
+/* Captures rank r's dispatch, or its combine (with send_only, the send and ncclxEpComplete),
+ * and returns the graph's kernel nodes. */
+static size_t capture_op(ep_run_t *run, uint32_t r, int combine, uint32_t send_only,
+                         cudaGraphExec_t *exec)
 {
     const ep_team_t *t = run->team;
     cudaGraph_t graph = NULL;
     cudaGraphNode_t nodes[32];
     size_t n = 0, kernels = 0;
-    ncclxEpDispatchArgs_t da = ep_dispatch_args(run, r, send_only);
     assert_cuda_ok(cudaStreamBeginCapture(t->stream[r], cudaStreamCaptureModeThreadLocal));
-    assert_ncclx_ok(ncclxEpDispatch(run->handle[r], &da, t->stream[r]));
+    if (combine) {
+        ncclxEpCombineArgs_t ca = ep_combine_args(run, r, send_only);
+        assert_ncclx_ok(ncclxEpCombine(run->handle[r], &ca, t->stream[r]));
+    } else {
+        ncclxEpDispatchArgs_t da = ep_dispatch_args(run, r, send_only);
+        assert_ncclx_ok(ncclxEpDispatch(run->handle[r], &da, t->stream[r]));
+    }
     if (send_only) {
         assert_ncclx_ok(ncclxEpComplete(run->handle[r], t->stream[r]));
     }
@@ -425,7 +432,7 @@ static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
     ep_team_sync(t);
     for (uint32_t send_only = 0; send_only < 2; send_only++) {
         for (uint32_t r = 0; r < t->ranks; r++) {
-            assert_int_equal(capture_dispatch(&run, r, send_only, &exec[r]), 2 + send_only);
+            assert_int_equal(capture_op(&run, r, 0, send_only, &exec[r]), 2 + send_only);
         }
         for (int replay = 0; replay < 3; replay++) {
             ep_run_poison_dispatch(&run);
@@ -455,6 +462,76 @@ static void test_dispatch_launches(void **state)
     ep_team_close(&t);
     open_team(&t, 0);
     dispatch_launches_case(&t, &send_only_cases[0]);
+    ep_team_close(&t);
+}
+
+/* ---- kernels per combine ---- */
+
+/* Whether rank r's combine is reduced by its send (NCCLX_EP_LL_REDUCE_IN_SEND_UNITS, 256-element
+ * units: plan hidden 512 here, so up to 16 tokens). */
+static int reduced_in_send(const ep_run_t *run, uint32_t r)
+{
+    const uint32_t units_per_token = (run->team->group_plan.hidden + 255) / 256;
+    return run->r[r].num_tokens * units_per_token <= 32;
+}
+
+/* A small combine that receives at once is one kernel: the send, whose last block also waits
+ * for the sources and reduces; a larger one, or a send_only one, is two (send, receive).  The
+ * ranks of one team take either kind in one operation (each rank's own token count decides):
+ * rank r has tokens[r % 4] tokens.  Every graph replayed on every rank must give the exact
+ * outputs, and a combine of each kind eager after the replays too. */
+static void combine_launches_case(ep_team_t *t, const ep_case_t *k, const uint32_t tokens[4])
+{
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    cudaGraphExec_t exec[EP_MAX_RANKS];
+    rt.keep_tokens = 1;
+    ep_run_alloc(&run, t, k);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        run.r[r].num_tokens = tokens[r % 4];
+    }
+    ep_alloc_arm();
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(t);
+    ep_run_dispatch_and_check(&run, 0);
+    for (uint32_t send_only = 0; send_only < 2; send_only++) {
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            const size_t want = send_only || !reduced_in_send(&run, r) ? 2 : 1;
+            assert_int_equal(capture_op(&run, r, 1, send_only, &exec[r]), want);
+        }
+        for (int replay = 0; replay < 3; replay++) {
+            ep_run_poison_combine(&run);
+            for (uint32_t r = 0; r < t->ranks; r++) {
+                assert_cuda_ok(cudaGraphLaunch(exec[r], t->stream[r]));
+            }
+            ep_team_sync(t);
+            ep_run_check_combine(&run);
+        }
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
+        }
+        ep_run_combine_and_check(&run, send_only);
+    }
+    ep_run_destroy(&run);
+    ep_alloc_assert_none("combine launches");
+    ep_run_free(&run);
+}
+
+static void test_combine_launches(void **state)
+{
+    static const uint32_t mixed[4] = {1, 16, 17, 32}, small[4] = {16, 16, 16, 16},
+                          large[4] = {17, 17, 17, 17};
+    ep_team_t t;
+    (void)state;
+    ep_rng_reset("combine_launches");
+    open_team(&t, 4);
+    combine_launches_case(&t, &send_only_cases[0], mixed);
+    combine_launches_case(&t, &send_only_cases[1], mixed);
+    ep_team_close(&t);
+    open_team(&t, 0);
+    combine_launches_case(&t, &send_only_cases[0], small);
+    combine_launches_case(&t, &send_only_cases[1], large);
     ep_team_close(&t);
 }
 
@@ -515,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_back_to_back_iterations),
         cmocka_unit_test(test_graph_capture),
         cmocka_unit_test(test_dispatch_launches),
+        cmocka_unit_test(test_combine_launches),
         cmocka_unit_test(test_caller_memory),
     };
     ep_seed_init("test_ep_ll_flow");

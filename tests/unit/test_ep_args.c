@@ -95,6 +95,54 @@ static void test_wait_in_send(void **state)
     }
 }
 
+/* A combine is reduced by its send's last block under the dispatch's conditions (not send_only,
+ * one load/store domain, at most one block's threads of ranks), and only while its receive is at
+ * most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS (token, 256-element) units: at hidden 256 (one unit a
+ * token) 32 tokens are, 33 are not; at hidden 264 (two units a token) 16 are, 17 are not. */
+static void test_reduce_in_send(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    static const struct {
+        uint32_t hidden;
+        int num_tokens, want;
+    } sizes[] = {{H, 0, 1}, {H, 32, 1}, {H, 33, 0}, {H + 8, 16, 1}, {H + 8, 17, 0}};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f;
+        ncclx_ep_ll_combine_desc_t c;
+        make_fixture(&f, layouts[l]);
+        f.group.desc.ranks = R;
+        ncclxEpCombineArgs_t a = valid_combine(&f);
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 1);
+        a.send_only = 1;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        a.send_only = 0;
+        f.group.desc.net.kind = NCCLX_NET_EMULATED;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_GIN;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_NONE;
+        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.ranks = NCCLX_EP_THREADS;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            f.group.plan.hidden = sizes[i].hidden;
+            replan(&f);
+            f.handle.desc.num_tokens = sizes[i].num_tokens;
+            a = valid_combine(&f);
+            a.expert_out.shape[2] = a.out.shape[1] = sizes[i].hidden;
+            memset(&c, 0x5a, sizeof(c));
+            assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+            assert_int_equal(c.reduce_in_send, sizes[i].want);
+        }
+    }
+}
+
 /* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
  * dtype and size up to max_scale_bytes, or none at all. */
 static void test_valid_quant_fwd_variants(void **state)
@@ -728,6 +776,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_dispatch),
         cmocka_unit_test(test_wait_in_send),
+        cmocka_unit_test(test_reduce_in_send),
         cmocka_unit_test(test_valid_quant_fwd_variants),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_op_word_fields),
