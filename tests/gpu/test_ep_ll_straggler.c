@@ -341,7 +341,17 @@ cudaError_t __wrap_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_
     /* Its warps passed their checks before the eviction: they store whatever happens. */
     ncclx_ep_ll_group_desc_t late = *g;
     late.evicted = late_dummy_evicted;
-    return __real_ncclx_ep_ll_launch_combine_send(&late, h, a, stream);
+    if (!a->reduce_in_send) {
+        return __real_ncclx_ep_ll_launch_combine_send(&late, h, a, stream);
+    }
+    /* A small combine reduces in its send's last block (reduce_in_send), which would then run
+     * on the dummy word too and never see the eviction: the held send is launched without it,
+     * and its receive as a kernel of its own on the real group (it must report the eviction);
+     * the library's own receive launch then launches nothing. */
+    ncclx_ep_ll_combine_desc_t split = *a;
+    split.reduce_in_send = 0;
+    err = __real_ncclx_ep_ll_launch_combine_send(&late, h, &split, stream);
+    return err != cudaSuccess ? err : ncclx_ep_ll_launch_combine_recv(g, h, &split, stream);
 }
 
 /*

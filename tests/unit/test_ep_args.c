@@ -97,8 +97,9 @@ static void test_wait_in_send(void **state)
 
 /* A combine is reduced by its send's last block under the dispatch's conditions (not send_only,
  * one load/store domain, at most one block's threads of ranks), and only while its receive is at
- * most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS (token, 256-element) units: at hidden 256 (one unit a
- * token) 32 tokens are, 33 are not; at hidden 264 (two units a token) 16 are, 17 are not. */
+ * most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS (token, 256-element) units, counted with a partial unit
+ * as a whole one: at hidden 1024 (4 units a token) 8 tokens are; at hidden 1032 (5 units) 6 are
+ * and 7 are not; 0 tokens are (the block still waits for every source). */
 static void test_reduce_in_send(void **state)
 {
     (void)state;
@@ -106,7 +107,7 @@ static void test_reduce_in_send(void **state)
     static const struct {
         uint32_t hidden;
         int num_tokens, want;
-    } sizes[] = {{H, 0, 1}, {H, 32, 1}, {H, 33, 0}, {H + 8, 16, 1}, {H + 8, 17, 0}};
+    } sizes[] = {{H, 0, 1}, {1024, T, 1}, {1032, 6, 1}, {1032, 7, 0}};
     for (int l = 0; l < 2; l++) {
         fixture_t f;
         ncclx_ep_ll_combine_desc_t c;
