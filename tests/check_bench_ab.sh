@@ -4,8 +4,10 @@
 #
 # tools/bench_ab.sh without a GPU: two stand-in builds whose ncclx-bench writes known rows
 # check that every row runs on both builds, alternating, the given number of rounds; that the
-# summary pairs each (row, operation, tokens), averages the rounds and flags a slower new row;
-# and that a failed run, a row with wrong elements and bad arguments fail the script.
+# summary pairs each (row, operation, tokens), averages the rounds, gives their spread and flags
+# a slower new row ("noise?" when the rounds' ranges overlap); that --report writes the same
+# summary again from the CSVs alone; and that a failed run, a row with wrong elements and bad
+# arguments fail the script.
 set -u
 script="$top_srcdir/tools/bench_ab.sh"
 tmp=$(mktemp -d)
@@ -15,7 +17,8 @@ no() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
 # The stand-in: logs its call, then appends to --csv one dispatch and one combine row per token
 # count (two with --sweep); times from BASE_US / NEW_US (by the build it is in), the new
-# combine from NEW_COMBINE_US; WRONG elements on the new build; FAILS makes it fail.
+# combine from NEW_COMBINE_US; with BASE_ROUNDS_US="a b c", the base build's round k takes the
+# k-th time instead; WRONG elements on the new build; FAILS makes it fail.
 for side in base new; do
     mkdir -p "$tmp/$side/tools"
     cat >"$tmp/$side/tools/ncclx-bench" <<STUB
@@ -36,6 +39,10 @@ while [ $# -gt 0 ]; do
 done
 [ -s "$csv" ] || echo "tool,label,tokens,op,med_us,wrong" >"$csv"
 if [ "$side" = base ]; then d=$BASE_US c=$BASE_US w=0; else d=$NEW_US c=${NEW_COMBINE_US:-$NEW_US} w=${WRONG:-0}; fi
+if [ "$side" = base ] && [ -n "${BASE_ROUNDS_US:-}" ]; then
+    k=$(grep -c "^base .*--csv $csv\$" "$CALLS")
+    d=$(echo "$BASE_ROUNDS_US" | cut -d' ' -f"$k") c=$d
+fi
 list=$tokens
 [ "$sweep" = 1 ] && list="1 $tokens"
 for t in $list; do
@@ -64,9 +71,9 @@ grep -q "^new --graph --sweep --tokens 16 --csv $tmp/logs/graph_sweep_tokens_16.
     "$tmp/calls" || no "the sweep row did not run as given, with its own CSV: $(cat "$tmp/calls")"
 sum="$tmp/logs/summary.txt"
 [ -f "$sum" ] || no "no summary.txt"
-grep -Eq '^graph_check +dispatch +128 +100\.00 +90\.00 +-10\.0%$' "$sum" ||
+grep -Eq '^graph_check +dispatch +128 +100\.00 +90\.00 +-10\.0% +0\.0%$' "$sum" ||
     no "no dispatch line for graph_check (100 -> 90, -10%): $(cat "$sum")"
-grep -Eq '^graph_check +combine +128 +100\.00 +105\.00 +\+5\.0% +slower$' "$sum" ||
+grep -Eq '^graph_check +combine +128 +100\.00 +105\.00 +\+5\.0% +0\.0% +slower$' "$sum" ||
     no "the 5% slower combine is not flagged: $(cat "$sum")"
 grep -Eq '^graph_sweep_tokens_16 +dispatch +1 +100\.00 +90\.00' "$sum" ||
     no "the sweep's 1-token row is missing: $(cat "$sum")"
@@ -75,6 +82,32 @@ grep -Eq '^graph_sweep_tokens_16 +dispatch +1 +100\.00 +90\.00' "$sum" ||
 # Three rounds averaged: each CSV holds 3 runs' rows.
 [ "$(grep -c ',dispatch,' "$tmp/logs/graph_check.base.csv")" -eq 3 ] ||
     no "graph_check.base.csv does not hold 3 rounds"
+
+# --report writes the same summary from the CSVs alone (no build named, nothing run), for every
+# row whose CSVs are there or the rows of --rows.
+cp "$sum" "$tmp/summary.first"
+rm -f "$sum" "$tmp/calls"
+bash "$script" --report "$tmp/logs" >"$tmp/out" 2>&1 || no "--report failed: $(cat "$tmp/out")"
+[ -e "$tmp/calls" ] && no "--report ran a bench"
+sort "$tmp/summary.first" >"$tmp/a"
+sort "$sum" >"$tmp/b" 2>/dev/null
+cmp -s "$tmp/a" "$tmp/b" || no "--report's summary differs: $(diff "$tmp/a" "$tmp/b")"
+printf -- '--graph --check\n' >"$tmp/one_row"
+bash "$script" --report "$tmp/logs" --rows "$tmp/one_row" >"$tmp/out" 2>&1 ||
+    no "--report --rows failed: $(cat "$tmp/out")"
+grep -q '^graph_sweep' "$sum" && no "--report --rows summarized a row it was not given"
+grep -q '^graph_check ' "$sum" || no "--report --rows lost its row: $(cat "$sum")"
+
+# Spread: base rounds of 100, 110 and 100 us against a new 106 (+2.6%): past the 2% but inside
+# the base's range, so "noise?" with a 9.7% spread; against a new 111 (+7.4%), beyond every base
+# round, "slower".
+rm -rf "$tmp/logs" "$tmp/calls"
+BASE_ROUNDS_US="100.00 110.00 100.00" NEW_US=106.00 NEW_COMBINE_US=111.00 \
+    run --rows "$tmp/one_row" --rounds 3 || no "a noisy run failed: $(cat "$tmp/out")"
+grep -Eq '^graph_check +dispatch +128 +103\.33 +106\.00 +\+2\.6% +9\.7% +noise\?$' "$sum" ||
+    no "a change inside the base's range is not 'noise?': $(cat "$sum")"
+grep -Eq '^graph_check +combine +128 +103\.33 +111\.00 +\+7\.4% +9\.7% +slower$' "$sum" ||
+    no "a change beyond the base's range is not 'slower': $(cat "$sum")"
 
 # A 1% slower row is not flagged at the default 2%; it is at AB_SLOWER_PCT=0.5.
 rm -rf "$tmp/logs" "$tmp/calls"
@@ -117,6 +150,10 @@ bad "no $tmp/none/tools/ncclx-bench" "$tmp/none" "$tmp/new" "$tmp/logs"
 bad "--rounds '0'" "$tmp/base" "$tmp/new" "$tmp/logs" --rounds 0
 bad "cannot read --rows file" "$tmp/base" "$tmp/new" "$tmp/logs" --rows "$tmp/missing"
 bad "unknown option '--fast'" "$tmp/base" "$tmp/new" "$tmp/logs" --fast
+bad "usage: bench_ab.sh --report LOG_DIR" --report "$tmp/base" "$tmp/logs"
+bad "no log folder '$tmp/none'" --report "$tmp/none"
+mkdir -p "$tmp/empty"
+bad "no NAME.base.csv in '$tmp/empty'" --report "$tmp/empty"
 
 [ "$fail" -eq 0 ] && echo "PASS: tools/bench_ab.sh" || echo "$fail failure(s)"
 [ "$fail" -eq 0 ]

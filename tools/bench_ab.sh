@@ -7,6 +7,7 @@
 # in the same call, on the same machine, never against a number from another day).
 #
 # Usage: tools/bench_ab.sh BASE_BUILD NEW_BUILD LOG_DIR [--rounds N] [--rows FILE] [--dry-run]
+#        tools/bench_ab.sh --report LOG_DIR [--rows FILE]
 #
 #   BASE_BUILD  the baseline's build (tools/ncclx-bench in it), e.g. of `git archive REV`
 #   NEW_BUILD   the build under test
@@ -17,23 +18,28 @@
 #               rows of issue 30 (one rank, 128 tokens and 1; loopback 8 expert-major,
 #               rank-major, FP8, with a mask; the token sweep)
 #   --dry-run   print the commands and run none (no GPU needed)
+#   --report    run nothing: write LOG_DIR's summary again from its CSVs (every row whose
+#               CSVs are there, by name, unless --rows names them); no GPU needed
 #
 # summary.txt (also printed): per row, operation and token count, each build's time (the mean
-# of its rounds' medians), the change in percent, and "slower" where the new build is more than
-# AB_SLOWER_PCT percent (default 2) slower.  Exits 1 if a run fails or a --check row counts
-# wrong elements, 2 on bad arguments, 0 otherwise: a slower row is reported, not failed (the
-# run-to-run spread of a row is the reader's to judge, from the rounds' logs).
+# of its rounds' medians), the change in percent, the spread (the larger of the two builds'
+# (slowest - fastest) / mean over their rounds, in percent), and a flag where the new build is
+# more than AB_SLOWER_PCT percent (default 2) slower: "slower" when even its fastest round is
+# slower than the base's slowest, "noise?" when the rounds' ranges overlap (the change is
+# within the run-to-run spread; more rounds tell).  Exits 1 if a run fails or a --check row
+# counts wrong elements, 2 on bad arguments, 0 otherwise: a slower row is reported, not failed.
 set -uo pipefail
 prog=${0##*/}
 die() {
     printf '%s: error: %s\n' "$prog" "$*" >&2
     exit 2
 }
-dry=0 rounds=2 rows_file=""
+dry=0 report=0 rounds=2 rows_file=""
 args=()
 while (($#)); do
     case "$1" in
         --dry-run) dry=1 ;;
+        --report) report=1 ;;
         --rounds)
             (($# >= 2)) || die "--rounds needs a number"
             rounds=$2
@@ -45,7 +51,7 @@ while (($#)); do
             shift
             ;;
         -h | --help)
-            sed -n '5,26p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*) die "unknown option '$1' (try --help)" ;;
@@ -53,12 +59,19 @@ while (($#)); do
     esac
     shift
 done
-((${#args[@]} == 3)) || die "usage: $prog BASE_BUILD NEW_BUILD LOG_DIR [--rounds N] [--rows FILE] [--dry-run]"
-[[ $rounds =~ ^[1-9][0-9]?$ ]] || die "--rounds '$rounds': give 1 to 99"
-base=${args[0]} new=${args[1]} logs=${args[2]}
-for b in "$base" "$new"; do
-    [[ -x $b/tools/ncclx-bench ]] || die "no $b/tools/ncclx-bench: build libncclx there first"
-done
+if ((report)); then
+    ((${#args[@]} == 1)) || die "usage: $prog --report LOG_DIR [--rows FILE]"
+    logs=${args[0]}
+    [[ -d $logs ]] || die "no log folder '$logs'"
+else
+    ((${#args[@]} == 3)) ||
+        die "usage: $prog BASE_BUILD NEW_BUILD LOG_DIR [--rounds N] [--rows FILE] [--dry-run]"
+    [[ $rounds =~ ^[1-9][0-9]?$ ]] || die "--rounds '$rounds': give 1 to 99"
+    base=${args[0]} new=${args[1]} logs=${args[2]}
+    for b in "$base" "$new"; do
+        [[ -x $b/tools/ncclx-bench ]] || die "no $b/tools/ncclx-bench: build libncclx there first"
+    done
+fi
 slower_pct=${AB_SLOWER_PCT:-2}
 [[ $slower_pct =~ ^[0-9]+([.][0-9]+)?$ ]] || die "AB_SLOWER_PCT '$slower_pct' is no percentage"
 
@@ -72,7 +85,7 @@ if [[ -n $rows_file ]]; then
         [[ -n $line ]] && rows+=("$line")
     done <"$rows_file"
     ((${#rows[@]} > 0)) || die "--rows file '$rows_file' holds no row"
-else
+elif ! ((report)); then
     rows=("--comm --graph --check" "--comm --graph --tokens 1" "--graph --check"
         "--graph --check --layout rank" "--graph --check --recipe fp8" "--graph --check --mask"
         "--graph --sweep")
@@ -85,9 +98,11 @@ row_name() {
     printf '%s' "${n:-default}"
 }
 
-((dry)) || mkdir -p "$logs" || die "cannot create '$logs'"
+((dry || report)) || mkdir -p "$logs" || die "cannot create '$logs'"
 status=0
-for row in "${rows[@]}"; do
+rows_to_run=("${rows[@]}")
+((report)) && rows_to_run=() # --report: the CSVs are there
+for row in "${rows_to_run[@]}"; do
     name=$(row_name "$row")
     for ((k = 1; k <= rounds; k++)); do
         for side in base new; do
@@ -112,12 +127,18 @@ names=()
 for row in "${rows[@]}"; do
     names+=("$(row_name "$row")")
 done
+if ((report && ${#names[@]} == 0)); then
+    for f in "$logs"/*.base.csv; do
+        [[ -e $f ]] && names+=("$(basename "$f" .base.csv)")
+    done
+    ((${#names[@]} > 0)) || die "no NAME.base.csv in '$logs'"
+fi
 python3 - "$logs" "$slower_pct" "${names[@]}" >"$logs/summary.txt" <<'PY' || status=1
 import csv, os, sys
 
 logs, slower_pct, names = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
 bad = 0
-print("# row                              op        tokens    base_us     new_us   change")
+print("# row                              op        tokens    base_us     new_us   change  spread")
 for name in names:
     times = {}
     for side in ("base", "new"):
@@ -138,8 +159,13 @@ for name in names:
             continue
         b, n = sum(t["base"]) / len(t["base"]), sum(t["new"]) / len(t["new"])
         change = (n - b) / b * 100.0 if b > 0 else 0.0
-        flag = "  slower" if change > slower_pct else ""
-        print("%-34s %-9s %6d %10.2f %10.2f %+7.1f%%%s" % (name, op, tokens, b, n, change, flag))
+        spread = max((max(v) - min(v)) / (sum(v) / len(v)) * 100.0 if sum(v) > 0 else 0.0
+                     for v in (t["base"], t["new"]))
+        flag = ""
+        if change > slower_pct:
+            flag = "  slower" if min(t["new"]) > max(t["base"]) else "  noise?"
+        print("%-34s %-9s %6d %10.2f %10.2f %+7.1f%% %6.1f%%%s"
+              % (name, op, tokens, b, n, change, spread, flag))
 sys.exit(bad)
 PY
 cat "$logs/summary.txt"
