@@ -37,6 +37,7 @@ typedef struct {
     int graph, check, sweep;
     int zero_copy;   /* HT: outputs and expert outputs in the group's buffers (no copy) */
     int no_gate;     /* enqueue timed work without holding it behind the gate */
+    int rank_starts; /* also time when each rank's stream gets to each operation */
     int mask;        /* plan the group with an active mask (fault tolerance on) */
     int peer_copy;   /* roofline: a copy to the next GPU (cudaMemcpyPeerAsync) */
     int layer;       /* also time routing alone and routing + dispatch + combine */
@@ -277,6 +278,10 @@ int bench_ht_check(bench_team_t *t, const bench_inputs_t *in, uint64_t *wrong);
 
 typedef struct {
     double median_us, min_us, max_us;
+    /* --rank-starts (else -1): medians over the timed iterations, in us after the operation's
+     * start, of when the first and the last rank's stream got to the operation and when the
+     * first rank's ended (the last rank's end is median_us's sample). */
+    double first_start_us, last_start_us, first_end_us;
 } bench_stats_t;
 
 /* Warm-up then timed iterations of dispatch then combine (then, with --layer, routing and a

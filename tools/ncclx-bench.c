@@ -62,6 +62,10 @@ static void usage(FILE *out)
             "  --no-gate           do not hold timed work until it is all enqueued (see\n"
             "                      docs/performance.md); needed under Nsight Compute, which\n"
             "                      runs each kernel at its launch\n"
+            "  --rank-starts       also report when the first and the last rank's stream got to\n"
+            "                      each operation and when the first rank's ended (medians, us\n"
+            "                      after the operation's start): how far a team's ranks start\n"
+            "                      apart\n"
             "  --timeout S         GPU wait timeout in seconds (10 loopback, 60 with --comm)\n"
             "  --sm-budget N       blocks per data-moving kernel (default: the library's)\n"
             "  --peer-copy         roofline: copy to the next GPU (cudaMemcpyPeerAsync, over\n"
@@ -287,17 +291,17 @@ static int check_options(bench_options_t *o, const given_t *given)
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
     static const struct option longopts[] = {
-        {"algo", 1, NULL, 'a'},      {"layout", 1, NULL, 'l'},  {"tokens", 1, NULL, 't'},
-        {"hidden", 1, NULL, 'H'},    {"topk", 1, NULL, 'k'},    {"experts", 1, NULL, 'e'},
-        {"dtype", 1, NULL, 'd'},     {"recipe", 1, NULL, 'r'},  {"iters", 1, NULL, 'i'},
-        {"warmup", 1, NULL, 'w'},    {"graph", 0, NULL, 'g'},   {"loopback", 1, NULL, 'L'},
-        {"nodes", 1, NULL, 'N'},     {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},
-        {"check", 0, NULL, 'c'},     {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},
-        {"timeout", 1, NULL, 'T'},   {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},
-        {"sm-budget", 1, NULL, 'B'}, {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'},
-        {"pass", 1, NULL, 'p'},      {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'},
-        {"zero-copy", 0, NULL, 'Z'}, {"layer", 0, NULL, 'Y'},   {"csv", 1, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+        {"algo", 1, NULL, 'a'},        {"layout", 1, NULL, 'l'},  {"tokens", 1, NULL, 't'},
+        {"hidden", 1, NULL, 'H'},      {"topk", 1, NULL, 'k'},    {"experts", 1, NULL, 'e'},
+        {"dtype", 1, NULL, 'd'},       {"recipe", 1, NULL, 'r'},  {"iters", 1, NULL, 'i'},
+        {"warmup", 1, NULL, 'w'},      {"graph", 0, NULL, 'g'},   {"loopback", 1, NULL, 'L'},
+        {"nodes", 1, NULL, 'N'},       {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},
+        {"check", 0, NULL, 'c'},       {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},
+        {"timeout", 1, NULL, 'T'},     {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},
+        {"sm-budget", 1, NULL, 'B'},   {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'},
+        {"pass", 1, NULL, 'p'},        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'},
+        {"zero-copy", 0, NULL, 'Z'},   {"layer", 0, NULL, 'Y'},   {"csv", 1, NULL, 'V'},
+        {"rank-starts", 0, NULL, 'K'}, {NULL, 0, NULL, 0}};
     given_t given;
     int c, ok = 1;
     memset(&given, 0, sizeof(given));
@@ -308,7 +312,8 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
         } else if (c == 'V') {
             o->csv = optarg;
         } else if (c == 'g' || c == 'c' || c == 'S' || c == 'G' || c == 'M' || c == 'P' ||
-                   c == 'Z' || c == 'Y') {
+                   c == 'Z' || c == 'Y' || c == 'K') {
+            o->rank_starts |= c == 'K';
             o->layer |= c == 'Y';
             o->zero_copy |= c == 'Z';
             o->mask |= c == 'M';
@@ -513,6 +518,13 @@ static void print_row(const bench_team_t *t, const bench_row_t *row)
         }
     }
     printf(" %7s\n", wrong);
+    for (int op = 0; t->o.rank_starts && op < BENCH_DATA_OPS; op++) {
+        const bench_stats_t *s = &row->stats[op];
+        printf("#   rank starts, %s: the ranks' streams got to it %.2f to %.2f us after its "
+               "start; the first rank ended at %.2f us, the last at %.2f (medians)\n",
+               op == BENCH_DISPATCH ? "dispatch" : "combine", s->first_start_us, s->last_start_us,
+               s->first_end_us, s->median_us);
+    }
     if (t->o.layer) {
         const bench_stats_t *route = &row->stats[BENCH_ROUTE], *layer = &row->stats[BENCH_LAYER];
         printf("#   layer (routing, dispatch, combine in one stream order): med %.2f us (min "
