@@ -166,6 +166,19 @@ static ncclxResult_t ncclx_check_rank_major(const ncclx_ep_handle_t *h,
     return ncclxSuccess;
 }
 
+/* Whether an operation's receive may run in its send's last block, the only block left once it
+ * has signalled (a dispatch's wait, wait_in_send; a small combine's wait and reduce,
+ * reduce_in_send): one launch less.  Not a send_only one: its send must end without waiting.
+ * Not across load/store domains: the network kernel, enqueued after the send, signals the
+ * remote ranks, so a send that waited would never see them.  Not past one block's threads (one
+ * per source): a thread would wait for two sources one after the other, and two timeouts could
+ * add up. */
+static int ncclx_ll_receive_in_send(const ncclx_ep_handle_t *h, uint32_t send_only)
+{
+    return send_only == 0 && h->group->desc.net.kind == NCCLX_NET_NONE &&
+           h->group->desc.ranks <= NCCLX_EP_THREADS;
+}
+
 ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
                                      ncclx_ep_ll_dispatch_desc_t *out)
 {
@@ -207,12 +220,8 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     d.op = ncclx_ep_op_word((uint32_t)h->desc.topk, h->desc.expert_major, a->recipe,
                             (uint32_t)a->tokens.dtype, d.scale_bytes, ncclx_scale_dtype(a, &d));
     /* A dispatch that receives at once waits for its sources in the send's last block (one
-     * launch less).  Not a send_only one: its send must end without waiting.  Not across load/
-     * store domains: the network kernel, enqueued after the send, signals the remote ranks.
-     * Not past one block's threads (one per source): a thread would wait for two sources one
-     * after the other, and two timeouts could add up. */
-    d.wait_in_send = a->send_only == 0 && h->group->desc.net.kind == NCCLX_NET_NONE &&
-                     h->group->desc.ranks <= NCCLX_EP_THREADS;
+     * launch less): see ncclx_ll_receive_in_send. */
+    d.wait_in_send = ncclx_ll_receive_in_send(h, a->send_only);
     *out = d;
     return ncclxSuccess;
 }
@@ -261,14 +270,13 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     /* The dispatch's word too: a peer that dropped this rank's messages sends no rows back. */
     d.op = ncclx_ep_combine_op_word(h->pending_dispatch.op, (uint32_t)a->expert_out.dtype);
     /* A small combine that receives at once is reduced by the send's last block (one launch
-     * less), as a dispatch waits there (wait_in_send, whose conditions it shares); only up to
-     * what one block reduces in two steps of its warps: a larger one takes its own grid. */
+     * less); only up to what one block reduces in two steps of its warps: a larger one takes its
+     * own grid. */
     const uint64_t units =
         (uint64_t)h->desc.num_tokens *
         ((p->hidden + NCCLX_EP_LL_REDUCE_UNIT_ELEMS - 1) / NCCLX_EP_LL_REDUCE_UNIT_ELEMS);
-    d.reduce_in_send = a->send_only == 0 && h->group->desc.net.kind == NCCLX_NET_NONE &&
-                       h->group->desc.ranks <= NCCLX_EP_THREADS &&
-                       units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
+    d.reduce_in_send =
+        ncclx_ll_receive_in_send(h, a->send_only) && units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
     *out = d;
     return ncclxSuccess;
 }
