@@ -430,9 +430,16 @@ __device__ __forceinline__ int wait_source(const ncclx_ep_ll_group_desc_t &g, in
     for (unsigned spins = 0;; spins++) {
         const unsigned long long v = read_source_signal(g, dir, s, op);
         if (ncclx_ep_signal_tag(v) == op.tag) {
+            // Every block of a combine receive sees the signal at about the same time: one that
+            // finds the answer recorded already takes it without an atomic on the shared word.
+            const unsigned long long decided = load_volatile(word);
+            if ((unsigned)(decided >> 32) == op.tag) {
+                __threadfence();
+                return (int)(unsigned)decided - 1;
+            }
             const bool match = ncclx_ep_signal_op(v) == want_op;
             const int got =
-                settle(word, seen, op.tag, match ? (int)ncclx_ep_signal_count(v) : -1, mine);
+                settle(word, decided, op.tag, match ? (int)ncclx_ep_signal_count(v) : -1, mine);
             if (mine && !match) {
                 report_error(g, kErrorMismatch);
             }

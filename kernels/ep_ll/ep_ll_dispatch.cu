@@ -260,6 +260,10 @@ __device__ __forceinline__ void wait_sources(const ncclx_ep_ll_group_desc_t &g,
     }
 }
 
+// kFp8: the kernel of the FP8 recipe.  Each recipe's copy loop gets a kernel of its own, so that
+// neither pays for the other's registers (at the 64 registers of two 512-thread blocks an SM,
+// one kernel for both spilled 40 bytes; the BF16 loop alone spills 20, the FP8 one none).
+template <bool kFp8>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
@@ -269,7 +273,6 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->dispatch_seq);
     const int parity = op.parity, lane = threadIdx.x % kWarpSize;
     const int warps = gridDim.x * kWarps;
-    const bool fp8 = a.recipe == kRecipeFp8;
     const size_t in_row = a.row_bytes, poff = payload_offset(g);
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
     const int warp = unit_warp((long long)h.num_tokens * chunks, warps);
@@ -292,7 +295,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                 }
             }
         }
-        if (fp8) {
+        if (kFp8) {
             quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload,
                             (int)(begin / 2), (int)(end / 2), lane);
         } else {
@@ -551,7 +554,11 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
                                                         cudaStream_t stream)
 {
     const int blocks = ncclx_ep_ll_dispatch_send_blocks(g, h->num_tokens, a->row_bytes);
-    ncclx::dispatch_send_kernel<<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    if (a->recipe == ncclx::kRecipeFp8) {
+        ncclx::dispatch_send_kernel<true><<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    } else {
+        ncclx::dispatch_send_kernel<false><<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    }
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
         err = ncclx_ep_ll_launch_dispatch_net(g, h, a, stream);
@@ -575,8 +582,10 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
 
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
 {
-    const void *const kernels[] = {reinterpret_cast<const void *>(ncclx::dispatch_send_kernel),
-                                   reinterpret_cast<const void *>(ncclx::dispatch_wait_kernel),
-                                   reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel)};
+    const void *const kernels[] = {
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<false>),
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<true>),
+        reinterpret_cast<const void *>(ncclx::dispatch_wait_kernel),
+        reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

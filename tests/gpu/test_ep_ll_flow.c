@@ -416,6 +416,32 @@ static size_t capture_op(ep_run_t *run, uint32_t r, int combine, uint32_t send_o
     return kernels;
 }
 
+/* Replays every rank's captured dispatch (or combine) three times, outputs poisoned before each
+ * replay and checked after it, then destroys the graphs. */
+static void replay_and_check(ep_run_t *run, cudaGraphExec_t *exec, int combine)
+{
+    const ep_team_t *t = run->team;
+    for (int replay = 0; replay < 3; replay++) {
+        if (combine) {
+            ep_run_poison_combine(run);
+        } else {
+            ep_run_poison_dispatch(run);
+        }
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            assert_cuda_ok(cudaGraphLaunch(exec[r], t->stream[r]));
+        }
+        ep_team_sync(t);
+        if (combine) {
+            ep_run_check_combine(run);
+        } else {
+            ep_run_check_dispatch(run);
+        }
+    }
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
+    }
+}
+
 /* A dispatch that receives at once is two kernels on a team of one load/store domain: the
  * send, whose last block also waits for the sources, and the copy.  A send_only dispatch keeps
  * its wait for ncclxEpComplete (send alone, then wait and copy: three).  Both graphs replayed
@@ -434,17 +460,7 @@ static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
         for (uint32_t r = 0; r < t->ranks; r++) {
             assert_int_equal(capture_op(&run, r, 0, send_only, &exec[r]), 2 + send_only);
         }
-        for (int replay = 0; replay < 3; replay++) {
-            ep_run_poison_dispatch(&run);
-            for (uint32_t r = 0; r < t->ranks; r++) {
-                assert_cuda_ok(cudaGraphLaunch(exec[r], t->stream[r]));
-            }
-            ep_team_sync(t);
-            ep_run_check_dispatch(&run);
-        }
-        for (uint32_t r = 0; r < t->ranks; r++) {
-            assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
-        }
+        replay_and_check(&run, exec, 0);
     }
     ep_run_destroy(&run);
     ep_alloc_assert_none("dispatch launches");
@@ -500,17 +516,7 @@ static void combine_launches_case(ep_team_t *t, const ep_case_t *k, const uint32
             const size_t want = send_only || !reduced_in_send(&run, r) ? 2 : 1;
             assert_int_equal(capture_op(&run, r, 1, send_only, &exec[r]), want);
         }
-        for (int replay = 0; replay < 3; replay++) {
-            ep_run_poison_combine(&run);
-            for (uint32_t r = 0; r < t->ranks; r++) {
-                assert_cuda_ok(cudaGraphLaunch(exec[r], t->stream[r]));
-            }
-            ep_team_sync(t);
-            ep_run_check_combine(&run);
-        }
-        for (uint32_t r = 0; r < t->ranks; r++) {
-            assert_cuda_ok(cudaGraphExecDestroy(exec[r]));
-        }
+        replay_and_check(&run, exec, 1);
         ep_run_combine_and_check(&run, send_only);
     }
     ep_run_destroy(&run);
