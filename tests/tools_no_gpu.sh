@@ -61,6 +61,16 @@ if [ ! -e /proc/driver/nvidia/version ] &&
 fi
 grep -q . "$tmp/bench.out" && { echo "FAIL: bench: printed results"; fail=$((fail + 1)); }
 
+# --team-graph: taken on a loopback team (then only the GPU is missing), refused where it has no
+# meaning, before any GPU is looked for.
+"$tools/ncclx-bench" --loopback 2 --tokens 1 --experts 2 --topk 1 --hidden 128 --iters 1 \
+    --warmup 0 --team-graph >"$tmp/team.out" 2>"$tmp/team.err"
+check team $? 1 "ncclx-bench: no usable GPU: "
+"$tools/ncclx-bench" --comm --team-graph >"$tmp/team-comm.out" 2>"$tmp/team-comm.err"
+check team-comm $? 2 "--team-graph is a loopback option"
+"$tools/ncclx-bench" --team-graph --rank-starts >"$tmp/team-starts.out" 2>"$tmp/team-starts.err"
+check team-starts $? 2 "--rank-starts takes --graph"
+
 "$tools/ncclx-info" >"$tmp/info.out" 2>"$tmp/info.err"
 check info $? 1 "ncclx-info: no usable GPU: " "tools/ncclx-plan" "--gpu-busid ID" "--env"
 grep -qE "^ncclx-info: $nogpu_re" "$tmp/info.err" ||

@@ -34,7 +34,9 @@ typedef struct {
     uint32_t timeout_s; /* GPU wait timeout of the group */
     uint32_t sm_budget; /* blocks per data-moving kernel (0: the library's default) */
     uint32_t device;    /* CUDA device of a loopback team */
-    int graph, check, sweep;
+    int graph;          /* 0 eager, 1 one CUDA graph per rank and operation, 2 one per operation
+                         * for the whole loopback team (--team-graph) */
+    int check, sweep;
     int zero_copy;   /* HT: outputs and expert outputs in the group's buffers (no copy) */
     int no_gate;     /* enqueue timed work without holding it behind the gate */
     int rank_starts; /* also time when each rank's stream gets to each operation */
@@ -203,6 +205,8 @@ typedef struct {
     void *copy_src, *copy_dst; /* roofline copies */
     size_t copy_bytes;
     int copy_device; /* the device of copy_dst (the next GPU with --peer-copy) */
+    /* --team-graph: every local rank's operation in one graph, launched on r[0].stream */
+    cudaGraphExec_t team_graphs[BENCH_NUM_OPS];
 } bench_team_t;
 
 /* Prints the failing call and the library's or CUDA's message; returns -1. */
@@ -242,10 +246,13 @@ int bench_team_upload(bench_team_t *t, const bench_inputs_t *in);
 /* Routes every handle for n tokens per rank (their first n rows); drops captured graphs. */
 int bench_team_route(bench_team_t *t, uint32_t n);
 
-/* Enqueues op on local rank i: the library call, or its captured graph. */
+/* Enqueues op on local rank i: the library call, or its captured graph.  With --team-graph the
+ * call for the last local rank runs the team's graph after every rank's stream is idle, and
+ * returns once it ended (the untimed checks use this; the timed loop launches it itself). */
 int bench_team_enqueue(bench_team_t *t, uint32_t i, bench_op_t op);
 
-/* Captures each rank's dispatch and combine into graphs (after bench_team_route). */
+/* Captures each rank's dispatch and combine into graphs (after bench_team_route); with
+ * --team-graph, each operation of every local rank into one graph (t->team_graphs). */
 int bench_team_capture(bench_team_t *t);
 
 /* 0 when every group's asynchronous error word is clear. */

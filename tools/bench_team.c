@@ -320,9 +320,20 @@ static void bench_drop_graphs(bench_rank_t *r)
     }
 }
 
+static void bench_drop_team_graphs(bench_team_t *t)
+{
+    for (int op = 0; op < BENCH_NUM_OPS; op++) {
+        if (t->team_graphs[op] != NULL) {
+            (void)cudaGraphExecDestroy(t->team_graphs[op]);
+            t->team_graphs[op] = NULL;
+        }
+    }
+}
+
 int bench_team_route(bench_team_t *t, uint32_t n)
 {
     t->tokens = n;
+    bench_drop_team_graphs(t); /* they hold the previous token count */
     for (uint32_t i = 0; i < t->nlocal; i++) {
         bench_rank_t *r = &t->r[i];
         ncclxTensor_t idx = bench_tensor(r->topk_idx, NCCLX_INT64, 2, n, t->o.topk, 0);
@@ -470,6 +481,21 @@ static int bench_eager(const bench_team_t *t, bench_rank_t *r, bench_op_t op)
 int bench_team_enqueue(bench_team_t *t, uint32_t i, bench_op_t op)
 {
     bench_rank_t *r = &t->r[i];
+    if (t->team_graphs[op] != NULL) {
+        /* The team's one graph, once every rank's earlier work (its outputs' poisoning) is done:
+         * enqueued with the last rank, and waited for, as the untimed checks need no more. */
+        if (i + 1 < t->nlocal) {
+            return 0;
+        }
+        for (uint32_t j = 0; j < t->nlocal; j++) {
+            BENCH_CUDA(cudaStreamSynchronize(t->r[j].stream), "cudaStreamSynchronize",
+                       t->r[j].rank);
+        }
+        BENCH_CUDA(cudaGraphLaunch(t->team_graphs[op], t->r[0].stream), "cudaGraphLaunch",
+                   t->r[0].rank);
+        BENCH_CUDA(cudaStreamSynchronize(t->r[0].stream), "the team's graph", t->r[0].rank);
+        return 0;
+    }
     if (r->graphs[op] != NULL) {
         BENCH_CUDA(cudaGraphLaunch(r->graphs[op], r->stream), "cudaGraphLaunch", r->rank);
         return 0;
@@ -504,8 +530,76 @@ static int bench_capture_one(bench_team_t *t, bench_rank_t *r, bench_op_t op)
     return 0;
 }
 
+/* --team-graph: op of every local rank in one graph.  Rank 0's stream begins the capture, the
+ * other ranks' streams join it through a fork event and rejoin rank 0's through their own
+ * events, so that the graph's branches (one per rank, each the rank's calls on its stream as
+ * when captured alone) are launched together by one cudaGraphLaunch. */
+static int bench_capture_team_op(bench_team_t *t, bench_op_t op, cudaEvent_t *ev)
+{
+    cudaStream_t root = t->r[0].stream;
+    cudaGraph_t graph = NULL;
+    cudaError_t err;
+    int rc = 0;
+    BENCH_CUDA(cudaStreamBeginCapture(root, cudaStreamCaptureModeThreadLocal),
+               "cudaStreamBeginCapture", t->r[0].rank);
+    err = cudaEventRecord(ev[0], root);
+    for (uint32_t i = 1; i < t->nlocal && err == cudaSuccess; i++) {
+        err = cudaStreamWaitEvent(t->r[i].stream, ev[0], 0);
+    }
+    for (uint32_t i = 0; i < t->nlocal && err == cudaSuccess && rc == 0; i++) {
+        rc = bench_eager(t, &t->r[i], op);
+        if (rc == 0 && i > 0) {
+            err = cudaEventRecord(ev[i], t->r[i].stream);
+            err = err == cudaSuccess ? cudaStreamWaitEvent(root, ev[i], 0) : err;
+        }
+    }
+    /* Always: ends the capture (a branch not joined back makes it fail, which is reported). */
+    cudaError_t end = cudaStreamEndCapture(root, &graph);
+    err = err == cudaSuccess ? end : err;
+    if (rc == 0 && err == cudaSuccess) {
+        err = cudaGraphInstantiate(&t->team_graphs[op], graph, 0);
+    }
+    if (graph != NULL) {
+        (void)cudaGraphDestroy(graph);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    BENCH_CUDA(err, "capturing the team's operation in one graph (--team-graph)", t->r[0].rank);
+    return 0;
+}
+
+static int bench_capture_team(bench_team_t *t)
+{
+    cudaEvent_t *ev = calloc(t->nlocal, sizeof(*ev));
+    uint32_t made = 0;
+    int rc = ev == NULL ? -1 : 0;
+    if (ev == NULL) {
+        fprintf(stderr, "ncclx-bench: out of host memory for %u capture events\n", t->nlocal);
+    }
+    for (; rc == 0 && made < t->nlocal; made++) {
+        cudaError_t err = cudaEventCreateWithFlags(&ev[made], cudaEventDisableTiming);
+        if (err != cudaSuccess) {
+            rc = bench_fail_cuda(err, "cudaEventCreateWithFlags", (int)t->r[made].rank);
+            break;
+        }
+    }
+    /* Dispatch before combine: combine needs a dispatched handle, also when captured. */
+    for (int op = 0; rc == 0 && op < bench_num_ops(t); op++) {
+        rc = bench_capture_team_op(t, (bench_op_t)op, ev);
+    }
+    for (uint32_t i = 0; i < made; i++) {
+        (void)cudaEventDestroy(ev[i]);
+    }
+    free(ev);
+    return rc;
+}
+
 int bench_team_capture(bench_team_t *t)
 {
+    if (t->o.graph == 2) {
+        return bench_capture_team(t);
+    }
     /* Dispatch before combine: combine needs a dispatched handle, also when captured. */
     for (int op = 0; op < bench_num_ops(t); op++) {
         for (uint32_t i = 0; i < t->nlocal; i++) {
@@ -616,6 +710,7 @@ int bench_team_destroy(bench_team_t *t)
     int rc = 0;
     if (t->r != NULL) {
         (void)cudaDeviceSynchronize();
+        bench_drop_team_graphs(t);
         for (uint32_t i = 0; i < (t->o.comm ? 1 : t->o.loopback); i++) {
             rc |= bench_rank_destroy(&t->r[i]);
         }

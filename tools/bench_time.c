@@ -123,7 +123,16 @@ static int bench_enqueue_op(bench_team_t *t, bench_events_t *ev, uint32_t slot, 
     cudaEvent_t start = ev->start[slot][op];
     cudaEvent_t *end = bench_ends(ev, t, slot, op), *begin = bench_begins(ev, t, slot, op);
     BENCH_CUDA(cudaEventRecord(start, t->timer), "cudaEventRecord", -1);
-    for (uint32_t i = 0; i < t->nlocal; i++) {
+    if (t->team_graphs[op] != NULL) { /* --team-graph: every rank ends with the graph */
+        BENCH_CUDA(cudaStreamWaitEvent(t->r[0].stream, start, 0), "cudaStreamWaitEvent",
+                   t->r[0].rank);
+        BENCH_CUDA(cudaGraphLaunch(t->team_graphs[op], t->r[0].stream), "cudaGraphLaunch",
+                   t->r[0].rank);
+        for (uint32_t i = 0; i < t->nlocal; i++) {
+            BENCH_CUDA(cudaEventRecord(end[i], t->r[0].stream), "cudaEventRecord", t->r[0].rank);
+        }
+    }
+    for (uint32_t i = 0; t->team_graphs[op] == NULL && i < t->nlocal; i++) {
         BENCH_CUDA(cudaStreamWaitEvent(t->r[i].stream, start, 0), "cudaStreamWaitEvent",
                    t->r[i].rank);
         if (begin != NULL) {

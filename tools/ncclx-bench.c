@@ -47,6 +47,10 @@ static void usage(FILE *out)
             "  --iters N           timed iterations (200 / 50)\n"
             "  --warmup N          untimed iterations first (20 / 10)\n"
             "  --graph             capture each rank's dispatch and combine in CUDA graphs\n"
+            "  --team-graph        loopback: capture each operation of all the team's ranks in\n"
+            "                      one CUDA graph, one launch for the team instead of one per\n"
+            "                      rank (an experiment on the emulation's start stagger: see\n"
+            "                      docs/performance.md)\n"
             "  --loopback N        a loopback team of N ranks on one GPU (default: 8 when\n"
             "                      PMIX_RANK is unset)\n"
             "  --comm              one rank of a communicator from ncclxInit (default under a\n"
@@ -285,23 +289,31 @@ static int check_options(bench_options_t *o, const given_t *given)
         fprintf(stderr, "ncclx-bench: --topk %u exceeds --experts %u\n", o->topk, o->experts);
         return 0;
     }
+    if (o->graph == 2 && o->comm) {
+        return refuse("--team-graph is a loopback option: a rank of a communicator is alone in "
+                      "its process (use --graph)");
+    }
+    if (o->graph == 2 && o->rank_starts) {
+        return refuse("--team-graph times the team's one graph: it has no per-rank starts to "
+                      "report (--rank-starts takes --graph)");
+    }
     return 1;
 }
 
 static int parse_options(int argc, char **argv, bench_options_t *o)
 {
     static const struct option longopts[] = {
-        {"algo", 1, NULL, 'a'},        {"layout", 1, NULL, 'l'},  {"tokens", 1, NULL, 't'},
-        {"hidden", 1, NULL, 'H'},      {"topk", 1, NULL, 'k'},    {"experts", 1, NULL, 'e'},
-        {"dtype", 1, NULL, 'd'},       {"recipe", 1, NULL, 'r'},  {"iters", 1, NULL, 'i'},
-        {"warmup", 1, NULL, 'w'},      {"graph", 0, NULL, 'g'},   {"loopback", 1, NULL, 'L'},
-        {"nodes", 1, NULL, 'N'},       {"comm", 0, NULL, 'C'},    {"device", 1, NULL, 'D'},
-        {"check", 0, NULL, 'c'},       {"sweep", 0, NULL, 'S'},   {"seed", 1, NULL, 's'},
-        {"timeout", 1, NULL, 'T'},     {"no-gate", 0, NULL, 'G'}, {"help", 0, NULL, 'h'},
-        {"sm-budget", 1, NULL, 'B'},   {"mask", 0, NULL, 'M'},    {"peer-copy", 0, NULL, 'P'},
-        {"pass", 1, NULL, 'p'},        {"recv", 1, NULL, 'R'},    {"alignment", 1, NULL, 'A'},
-        {"zero-copy", 0, NULL, 'Z'},   {"layer", 0, NULL, 'Y'},   {"csv", 1, NULL, 'V'},
-        {"rank-starts", 0, NULL, 'K'}, {NULL, 0, NULL, 0}};
+        {"algo", 1, NULL, 'a'},        {"layout", 1, NULL, 'l'},     {"tokens", 1, NULL, 't'},
+        {"hidden", 1, NULL, 'H'},      {"topk", 1, NULL, 'k'},       {"experts", 1, NULL, 'e'},
+        {"dtype", 1, NULL, 'd'},       {"recipe", 1, NULL, 'r'},     {"iters", 1, NULL, 'i'},
+        {"warmup", 1, NULL, 'w'},      {"graph", 0, NULL, 'g'},      {"loopback", 1, NULL, 'L'},
+        {"nodes", 1, NULL, 'N'},       {"comm", 0, NULL, 'C'},       {"device", 1, NULL, 'D'},
+        {"check", 0, NULL, 'c'},       {"sweep", 0, NULL, 'S'},      {"seed", 1, NULL, 's'},
+        {"timeout", 1, NULL, 'T'},     {"no-gate", 0, NULL, 'G'},    {"help", 0, NULL, 'h'},
+        {"sm-budget", 1, NULL, 'B'},   {"mask", 0, NULL, 'M'},       {"peer-copy", 0, NULL, 'P'},
+        {"pass", 1, NULL, 'p'},        {"recv", 1, NULL, 'R'},       {"alignment", 1, NULL, 'A'},
+        {"zero-copy", 0, NULL, 'Z'},   {"layer", 0, NULL, 'Y'},      {"csv", 1, NULL, 'V'},
+        {"rank-starts", 0, NULL, 'K'}, {"team-graph", 0, NULL, 'E'}, {NULL, 0, NULL, 0}};
     given_t given;
     int c, ok = 1;
     memset(&given, 0, sizeof(given));
@@ -318,10 +330,12 @@ static int parse_options(int argc, char **argv, bench_options_t *o)
             o->zero_copy |= c == 'Z';
             o->mask |= c == 'M';
             o->peer_copy |= c == 'P';
-            o->graph |= c == 'g';
+            o->graph = c == 'g' && o->graph == 0 ? 1 : o->graph;
             o->check |= c == 'c';
             o->sweep |= c == 'S';
             o->no_gate |= c == 'G';
+        } else if (c == 'E') {
+            o->graph = 2;
         } else if (c == 'C' || c == 'L') { /* the last of --comm and --loopback wins */
             o->comm = c == 'C';
             ok = c == 'C' || parse_number(c, optarg, o);
@@ -432,8 +446,10 @@ static int print_header(const bench_team_t *t)
     }
     printf("# %s; %u warm-up + %u timed iterations%s; time: common start event -> last rank's "
            "end event\n",
-           o->graph ? "CUDA graphs (one per rank and operation)" : "eager calls", o->warmup,
-           o->iters, o->no_gate ? " (no gate: includes host launch gaps)" : "");
+           o->graph == 2 ? "CUDA graphs (one per operation for the whole team)"
+           : o->graph    ? "CUDA graphs (one per rank and operation)"
+                         : "eager calls",
+           o->warmup, o->iters, o->no_gate ? " (no gate: includes host launch gaps)" : "");
     if (ht) {
         printf("# bytes per rank: rows sent x hidden x element bytes, one row per token and "
                "destination %s; GB/s = bytes / median\n",
