@@ -52,6 +52,9 @@ typedef struct {
     int rank, ranks, local_experts, num_experts;
     int max_tokens, max_topk, hidden;
     int blocks; /* grid size of the data-moving kernels */
+    /* The rank has its GPU to itself (a rank of ncclxInit, not of a loopback team): a receive
+     * kernel may be launched before its send ended (early_recv). */
+    int alone_on_gpu;
     /* device: symmetric arena base of each rank of this rank's load/store domain, ranks
      * [lsa_base, lsa_base + lsa_size): peers[r - lsa_base] (peer_base).  Every other rank is
      * reached only through net (docs/multi-node.md): what goes to it is staged in this rank's
@@ -116,6 +119,8 @@ typedef struct {
     int wait_in_send;  /* the send's last block waits for the sources (no wait kernel): set
                           by the host for a dispatch that is not send_only, in one load/store
                           domain, of at most NCCLX_EP_THREADS ranks */
+    int early_recv;    /* the receive kernel is a programmatic dependent of the send (see
+                          ncclx_ep_ll_launch_dispatch_recv): wait_in_send and alone_on_gpu */
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */
@@ -136,6 +141,9 @@ typedef struct {
                                   send_only, in one load/store domain, of at most
                                   NCCLX_EP_THREADS ranks and NCCLX_EP_LL_REDUCE_IN_SEND_UNITS
                                   units */
+    int early_recv;            /* the receive kernel is a programmatic dependent of the send:
+                                  the conditions of reduce_in_send but the units, not
+                                  reduce_in_send, and alone_on_gpu */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */

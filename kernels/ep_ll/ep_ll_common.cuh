@@ -21,6 +21,7 @@
 #include "dev_error.cuh"
 #include "dev_sync.cuh"
 #include "dev_warp.cuh"
+#include "early_launch.cuh"
 #include "ep_ll.h"
 #include "net.cuh"
 #include "load_kernels.cuh"

@@ -308,6 +308,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         if (!block_self_out(g)) {
             signal_destinations(g, h, a, view, op);
         }
+        // The other blocks have ended: the copy (early_recv) may have its blocks scheduled
+        // now, spread over the idle SMs, while this one waits for the sources.
+        allow_early_launch();
         // A dispatch that receives at once waits here, in the one block left, instead of in a
         // kernel of its own: one launch less on the path of every dispatch.  The view is taken
         // again, as the wait kernel would take it after the send (an eviction meanwhile counts).
@@ -436,6 +439,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
+    wait_for_previous_grid(); // launched early (early_recv): the send must have ended
     extern __shared__ int recv_smem[];
     RecvPlan p;
     p.count = recv_smem;
@@ -576,8 +580,12 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
                                       NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     }
     const size_t smem = ncclx::recv_plan_bytes(g->ranks, g->local_experts, h->expert_major);
-    ncclx::dispatch_recv_kernel<<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
-    return cudaGetLastError();
+    // Right after the send (early_recv: no wait kernel between them, the rank alone on its
+    // GPU), the copy's blocks are scheduled while the send's last block waits for the sources.
+    const cudaError_t err =
+        ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel, g->blocks,
+                            NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
+    return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)

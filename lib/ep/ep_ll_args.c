@@ -222,6 +222,7 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     /* A dispatch that receives at once waits for its sources in the send's last block (one
      * launch less): see ncclx_ll_receive_in_send. */
     d.wait_in_send = ncclx_ll_receive_in_send(h, a->send_only);
+    d.early_recv = d.wait_in_send && h->group->desc.alone_on_gpu;
     *out = d;
     return ncclxSuccess;
 }
@@ -275,8 +276,11 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     const uint64_t units =
         (uint64_t)h->desc.num_tokens *
         ((p->hidden + NCCLX_EP_LL_REDUCE_UNIT_ELEMS - 1) / NCCLX_EP_LL_REDUCE_UNIT_ELEMS);
-    d.reduce_in_send =
-        ncclx_ll_receive_in_send(h, a->send_only) && units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
+    const int receive_in_send = ncclx_ll_receive_in_send(h, a->send_only);
+    d.reduce_in_send = receive_in_send && units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
+    /* Otherwise the receive kernel follows the send at once: launched early, where the rank has
+     * its GPU to itself (see ncclx_ep_ll_launch_combine_recv). */
+    d.early_recv = receive_in_send && !d.reduce_in_send && h->group->desc.alone_on_gpu;
     *out = d;
     return ncclxSuccess;
 }

@@ -383,14 +383,16 @@ static void test_graph_capture(void **state)
 /* ---- kernels per dispatch ---- */
 
 /* Captures rank r's dispatch, or its combine (with send_only, the send and ncclxEpComplete),
- * and returns the graph's kernel nodes. */
+ * and returns the graph's kernel nodes; *early gets its programmatic edges (a kernel launched
+ * before the one ahead of it ended: the receive's early_recv). */
 static size_t capture_op(ep_run_t *run, uint32_t r, int combine, uint32_t send_only,
-                         cudaGraphExec_t *exec)
+                         cudaGraphExec_t *exec, size_t *early)
 {
     const ep_team_t *t = run->team;
     cudaGraph_t graph = NULL;
-    cudaGraphNode_t nodes[32];
-    size_t n = 0, kernels = 0;
+    cudaGraphNode_t nodes[32], from[32], to[32];
+    cudaGraphEdgeData edges[32];
+    size_t n = 0, kernels = 0, num_edges = 0;
     assert_cuda_ok(cudaStreamBeginCapture(t->stream[r], cudaStreamCaptureModeThreadLocal));
     if (combine) {
         ncclxEpCombineArgs_t ca = ep_combine_args(run, r, send_only);
@@ -410,6 +412,15 @@ static size_t capture_op(ep_run_t *run, uint32_t r, int combine, uint32_t send_o
         enum cudaGraphNodeType type;
         assert_cuda_ok(cudaGraphNodeGetType(nodes[i], &type));
         kernels += type == cudaGraphNodeTypeKernel;
+    }
+    assert_cuda_ok(cudaGraphGetEdges(graph, NULL, NULL, NULL, &num_edges));
+    assert_in_range(num_edges, 0, sizeof(edges) / sizeof(edges[0]));
+    if (num_edges > 0) { /* a graph of one kernel has none, and 0 with arrays is refused */
+        assert_cuda_ok(cudaGraphGetEdges(graph, from, to, edges, &num_edges));
+    }
+    *early = 0;
+    for (size_t i = 0; i < num_edges; i++) {
+        *early += edges[i].type == cudaGraphDependencyTypeProgrammatic;
     }
     assert_cuda_ok(cudaGraphInstantiate(exec, graph, 0));
     assert_cuda_ok(cudaGraphDestroy(graph));
@@ -443,8 +454,10 @@ static void replay_and_check(ep_run_t *run, cudaGraphExec_t *exec, int combine)
 }
 
 /* A dispatch that receives at once is two kernels on a team of one load/store domain: the
- * send, whose last block also waits for the sources, and the copy.  A send_only dispatch keeps
- * its wait for ncclxEpComplete (send alone, then wait and copy: three).  Both graphs replayed
+ * send, whose last block also waits for the sources, and the copy, which a rank alone on its GPU
+ * (the singleton) launches early: one programmatic edge, none on a loopback team.  A send_only
+ * dispatch keeps its wait for ncclxEpComplete (send alone, then wait and copy: three, none
+ * early).  Both graphs replayed
  * on every rank of the team must give the exact outputs. */
 static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
 {
@@ -458,7 +471,9 @@ static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
     ep_team_sync(t);
     for (uint32_t send_only = 0; send_only < 2; send_only++) {
         for (uint32_t r = 0; r < t->ranks; r++) {
-            assert_int_equal(capture_op(&run, r, 0, send_only, &exec[r]), 2 + send_only);
+            size_t early = 0;
+            assert_int_equal(capture_op(&run, r, 0, send_only, &exec[r], &early), 2 + send_only);
+            assert_int_equal(early, t->singleton && !send_only);
         }
         replay_and_check(&run, exec, 0);
     }
@@ -493,9 +508,10 @@ static int reduced_in_send(const ep_run_t *run, uint32_t r)
 
 /* A small combine that receives at once is one kernel: the send, whose last block also waits
  * for the sources and reduces; a larger one, or a send_only one, is two (send, receive).  The
- * ranks of one team take either kind in one operation (each rank's own token count decides):
- * rank r has tokens[r % 4] tokens.  Every graph replayed on every rank must give the exact
- * outputs, and a combine of each kind eager after the replays too. */
+ * receive that follows the send at once is launched early by a rank alone on its GPU (one
+ * programmatic edge).  The ranks of one team take either kind in one operation (each rank's own
+ * token count decides): rank r has tokens[r % 4] tokens.  Every graph replayed on every rank
+ * must give the exact outputs, and a combine of each kind eager after the replays too. */
 static void combine_launches_case(ep_team_t *t, const ep_case_t *k, const uint32_t tokens[4])
 {
     ep_run_t run;
@@ -514,7 +530,11 @@ static void combine_launches_case(ep_team_t *t, const ep_case_t *k, const uint32
     for (uint32_t send_only = 0; send_only < 2; send_only++) {
         for (uint32_t r = 0; r < t->ranks; r++) {
             const size_t want = send_only || !reduced_in_send(&run, r) ? 2 : 1;
-            assert_int_equal(capture_op(&run, r, 1, send_only, &exec[r]), want);
+            size_t early = 0;
+            assert_int_equal(capture_op(&run, r, 1, send_only, &exec[r], &early), want);
+            /* The receive kernel right after the send is launched early by a rank alone on its
+             * GPU (the singleton). */
+            assert_int_equal(early, t->singleton && !send_only && want == 2);
         }
         replay_and_check(&run, exec, 1);
         ep_run_combine_and_check(&run, send_only);

@@ -146,6 +146,53 @@ static void test_reduce_in_send(void **state)
 
 /* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
  * dtype and size up to max_scale_bytes, or none at all. */
+/* The receive kernel is launched early (a programmatic dependent of the send, early_recv) only
+ * when it follows the send at once and the rank has its GPU to itself: a dispatch that waits in
+ * its send, a combine that is not reduced there, both only with alone_on_gpu (never on a
+ * loopback team, whose peers' kernels need the SMs). */
+static void test_early_recv(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f, fc;
+        ncclx_ep_ll_dispatch_desc_t d;
+        ncclx_ep_ll_combine_desc_t c;
+        make_fixture(&f, layouts[l]);
+        make_fixture(&fc, layouts[l]);
+        f.group.desc.ranks = fc.group.desc.ranks = R;
+        fc.group.plan.hidden = 1032; /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+        replan(&fc);
+        for (int alone = 0; alone < 2; alone++) {
+            f.group.desc.alone_on_gpu = fc.group.desc.alone_on_gpu = alone;
+            for (uint32_t send_only = 0; send_only < 2; send_only++) {
+                ncclxEpDispatchArgs_t da = valid_dispatch(&f, NONE);
+                da.send_only = send_only;
+                assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &da, &d));
+                assert_int_equal(d.early_recv, alone && !send_only);
+                for (int tokens = 6; tokens <= 7; tokens++) {
+                    fc.handle.desc.num_tokens = tokens;
+                    ncclxEpCombineArgs_t ca = valid_combine(&fc);
+                    ca.send_only = send_only;
+                    ca.expert_out.shape[2] = ca.out.shape[1] = 1032;
+                    assert_ncclx_ok(ncclx_ep_combine_desc(&fc.handle, &ca, &c));
+                    assert_int_equal(c.reduce_in_send, !send_only && tokens == 6);
+                    assert_int_equal(c.early_recv, alone && !send_only && tokens == 7);
+                    /* Across load/store domains the network kernels come between. */
+                    fc.group.desc.net.kind = NCCLX_NET_EMULATED;
+                    assert_ncclx_ok(ncclx_ep_combine_desc(&fc.handle, &ca, &c));
+                    assert_int_equal(c.early_recv, 0);
+                    fc.group.desc.net.kind = NCCLX_NET_NONE;
+                }
+                f.group.desc.net.kind = NCCLX_NET_GIN;
+                assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &da, &d));
+                assert_int_equal(d.early_recv, 0);
+                f.group.desc.net.kind = NCCLX_NET_NONE;
+            }
+        }
+    }
+}
+
 static void test_valid_quant_fwd_variants(void **state)
 {
     (void)state;
@@ -778,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_valid_dispatch),
         cmocka_unit_test(test_wait_in_send),
         cmocka_unit_test(test_reduce_in_send),
+        cmocka_unit_test(test_early_recv),
         cmocka_unit_test(test_valid_quant_fwd_variants),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_op_word_fields),
