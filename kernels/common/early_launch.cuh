@@ -46,6 +46,9 @@ template <typename... Params, typename... Args>
 cudaError_t launch_after(bool early, void (*kernel)(Params...), int blocks, int threads,
                          size_t smem, cudaStream_t stream, Args &&...args)
 {
+#if CUDART_VERSION < 12030
+    early = false; // a programmatic launch inside a graph capture needs CUDA 12.3
+#endif
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
