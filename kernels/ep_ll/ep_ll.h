@@ -52,9 +52,9 @@ typedef struct {
     int rank, ranks, local_experts, num_experts;
     int max_tokens, max_topk, hidden;
     int blocks; /* grid size of the data-moving kernels */
-    /* The rank has its GPU to itself (a rank of ncclxInit, not of a loopback team): a receive
-     * kernel may be launched before its send ended (early_recv). */
-    int alone_on_gpu;
+    /* A receive kernel may be launched before its send ended (early_recv): the rank has a GPU
+     * of compute capability 9.0 or later to itself (not a loopback team of several ranks). */
+    int early_launch;
     /* device: symmetric arena base of each rank of this rank's load/store domain, ranks
      * [lsa_base, lsa_base + lsa_size): peers[r - lsa_base] (peer_base).  Every other rank is
      * reached only through net (docs/multi-node.md): what goes to it is staged in this rank's
@@ -120,7 +120,7 @@ typedef struct {
                           by the host for a dispatch that is not send_only, in one load/store
                           domain, of at most NCCLX_EP_THREADS ranks */
     int early_recv;    /* the receive kernel is a programmatic dependent of the send (see
-                          ncclx_ep_ll_launch_dispatch_recv): wait_in_send and alone_on_gpu */
+                          ncclx_ep_ll_launch_dispatch_recv): wait_in_send and early_launch */
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */
@@ -143,7 +143,7 @@ typedef struct {
                                   units */
     int early_recv;            /* the receive kernel is a programmatic dependent of the send:
                                   the conditions of reduce_in_send but the units, not
-                                  reduce_in_send, and alone_on_gpu */
+                                  reduce_in_send, and early_launch */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */

@@ -103,6 +103,8 @@ struct ncclxContext {
     int rank;                        /* this context's rank in the team */
     int blocks;                      /* default grid size of data-moving kernels */
     int blocks_masked;               /* the same for groups with an active mask */
+    int early_launch;                /* receive kernels may start before their send ended: the
+                                        rank has a GPU of compute capability >= 9.0 to itself */
     struct ncclx_loopback *loopback; /* loopback team: the shared symmetric block */
     int all_buffers_reachable;       /* an unshaped loopback team: every rank can address every
                                         rank's caller buffers (the one-GPU direct paths) */
@@ -129,7 +131,7 @@ void *ncclx_arena_ptr(const ncclx_arenas_t *arenas, ncclxMemClass_t c, size_t of
 ncclxResult_t ncclx_context_open(struct ncclxContext *ctx);
 
 /** Sets ctx->blocks and ctx->blocks_masked from the GPU's SM count shared by ranks_on_gpu
- *  ranks. */
+ *  ranks, and ctx->early_launch. */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu);
 
 /** Whether a capability with a direct path on one GPU takes it on this context: every rank is

@@ -222,7 +222,7 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     /* A dispatch that receives at once waits for its sources in the send's last block (one
      * launch less): see ncclx_ll_receive_in_send. */
     d.wait_in_send = ncclx_ll_receive_in_send(h, a->send_only);
-    d.early_recv = d.wait_in_send && h->group->desc.alone_on_gpu;
+    d.early_recv = d.wait_in_send && h->group->desc.early_launch;
     *out = d;
     return ncclxSuccess;
 }
@@ -280,7 +280,7 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     d.reduce_in_send = receive_in_send && units <= NCCLX_EP_LL_REDUCE_IN_SEND_UNITS;
     /* Otherwise the receive kernel follows the send at once: launched early, where the rank has
      * its GPU to itself (see ncclx_ep_ll_launch_combine_recv). */
-    d.early_recv = receive_in_send && !d.reduce_in_send && h->group->desc.alone_on_gpu;
+    d.early_recv = receive_in_send && !d.reduce_in_send && h->group->desc.early_launch;
     *out = d;
     return ncclxSuccess;
 }

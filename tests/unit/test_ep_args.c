@@ -148,8 +148,8 @@ static void test_reduce_in_send(void **state)
  * dtype and size up to max_scale_bytes, or none at all. */
 /* The receive kernel is launched early (a programmatic dependent of the send, early_recv) only
  * when it follows the send at once and the rank has its GPU to itself: a dispatch that waits in
- * its send, a combine that is not reduced there, both only with alone_on_gpu (never on a
- * loopback team, whose peers' kernels need the SMs). */
+ * its send, a combine that is not reduced there, both only with the group's early_launch (never
+ * on a loopback team of several ranks, whose peers' kernels need the SMs). */
 static void test_early_recv(void **state)
 {
     (void)state;
@@ -164,7 +164,7 @@ static void test_early_recv(void **state)
         fc.group.plan.hidden = 1032; /* 5 units a token: 6 tokens reduce in the send, 7 do not */
         replan(&fc);
         for (int alone = 0; alone < 2; alone++) {
-            f.group.desc.alone_on_gpu = fc.group.desc.alone_on_gpu = alone;
+            f.group.desc.early_launch = fc.group.desc.early_launch = alone;
             for (uint32_t send_only = 0; send_only < 2; send_only++) {
                 ncclxEpDispatchArgs_t da = valid_dispatch(&f, NONE);
                 da.send_only = send_only;
