@@ -41,10 +41,12 @@ __device__ __forceinline__ void wait_for_previous_grid()
 }
 
 // Launches kernel<<<blocks, threads, smem, stream>>>(args...), as a programmatic dependent of
-// the stream's previous kernel when early is set.  Returns the launch's status.
+// the stream's previous kernel when early is set; a runtime that refuses that gets a plain
+// launch.  Returns the launch's status and leaves no error behind (as cudaGetLastError after a
+// <<<>>> launch would): the caller reports it.
 template <typename... Params, typename... Args>
 cudaError_t launch_after(bool early, void (*kernel)(Params...), int blocks, int threads,
-                         size_t smem, cudaStream_t stream, Args &&...args)
+                         size_t smem, cudaStream_t stream, const Args &...args)
 {
 #if CUDART_VERSION < 12030
     early = false; // a programmatic launch inside a graph capture needs CUDA 12.3
@@ -59,7 +61,17 @@ cudaError_t launch_after(bool early, void (*kernel)(Params...), int blocks, int 
     config.stream = stream;
     config.attrs = early ? &attr : nullptr;
     config.numAttrs = early ? 1 : 0;
-    return cudaLaunchKernelEx(&config, kernel, static_cast<Args &&>(args)...);
+    cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
+    if (err != cudaSuccess && early) {
+        (void)cudaGetLastError();
+        config.attrs = nullptr;
+        config.numAttrs = 0;
+        err = cudaLaunchKernelEx(&config, kernel, args...);
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    return err;
 }
 
 } // namespace ncclx

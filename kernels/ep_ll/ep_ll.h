@@ -151,6 +151,10 @@ cudaError_t ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
                                      const ncclx_ep_ll_handle_desc_t *h, const void *topk_idx,
                                      int idx_int64, cudaStream_t stream);
 
+/** Whether the LL receive kernels were built with their wait for an early launch (PTX of
+ *  compute capability 9.0 or later); see kernels/common/early_launch.cuh. */
+int ncclx_ep_ll_early_launch_built(void);
+
 /** Sends the handle's tokens (send phase of dispatch). */
 cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
                                              const ncclx_ep_ll_handle_desc_t *h,

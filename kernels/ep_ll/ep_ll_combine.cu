@@ -390,9 +390,8 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
     const int blocks = (int)std::min<size_t>(
         (size_t)g->blocks, std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
     // Right after the send (early_recv), its blocks are scheduled as the send's blocks end.
-    const cudaError_t err = ncclx::launch_after(a->early_recv != 0, ncclx::combine_recv_kernel,
-                                                blocks, NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
-    return err != cudaSuccess ? err : cudaGetLastError();
+    return ncclx::launch_after(a->early_recv != 0, ncclx::combine_recv_kernel, blocks,
+                               NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
 }
 
 extern "C" cudaError_t ncclx_ep_ll_combine_load(void)

@@ -308,9 +308,6 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         if (!block_self_out(g)) {
             signal_destinations(g, h, a, view, op);
         }
-        // The other blocks have ended: the copy (early_recv) may have its blocks scheduled
-        // now, spread over the idle SMs, while this one waits for the sources.
-        allow_early_launch();
         // A dispatch that receives at once waits here, in the one block left, instead of in a
         // kernel of its own: one launch less on the path of every dispatch.  The view is taken
         // again, as the wait kernel would take it after the send (an eviction meanwhile counts).
@@ -319,6 +316,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             load_live_view(g, view, true);
             wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
         }
+        // The other blocks have ended and the sources are in: the copy (early_recv) may have
+        // its blocks scheduled now, spread over the idle SMs.  Not before the wait: while a
+        // slow peer is waited for, one block holds an SM, not the copy's whole grid (which
+        // would keep other streams' kernels out for as long as the wait lasts).
+        allow_early_launch();
     }
 }
 
@@ -581,11 +583,22 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
     }
     const size_t smem = ncclx::recv_plan_bytes(g->ranks, g->local_experts, h->expert_major);
     // Right after the send (early_recv: no wait kernel between them, the rank alone on its
-    // GPU), the copy's blocks are scheduled while the send's last block waits for the sources.
-    const cudaError_t err =
-        ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel, g->blocks,
-                            NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
-    return err != cudaSuccess ? err : cudaGetLastError();
+    // GPU), the copy's blocks are scheduled as soon as the send's last block has its sources.
+    return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel, g->blocks,
+                               NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
+}
+
+extern "C" int ncclx_ep_ll_early_launch_built(void)
+{
+    // The receive kernels wait for their send (griddepcontrol) only where their code was made
+    // for compute capability 9.0 or later: kernels JIT-compiled from older PTX (a build for
+    // sm_80 on a Hopper GPU) lack the wait.  Both receive kernels come from one build's flags.
+    cudaFuncAttributes attr;
+    if (cudaFuncGetAttributes(&attr, ncclx::dispatch_recv_kernel) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return attr.ptxVersion >= 90;
 }
 
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)

@@ -134,21 +134,25 @@ const ncclx_symmetric_ops_t ncclx_window_ops = {
  * docs/ep-ll.md, limits). */
 ncclxResult_t ncclx_context_default_blocks(struct ncclxContext *ctx, int ranks_on_gpu)
 {
-    int sms = 0, major = 0;
+    int sms = 0, major = 0, runtime = 0, driver = 0;
     ncclxResult_t res = ncclxSuccess;
     NCCLX_CUDA_CHECK_GOTO(
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->cuda_device), res, out);
     NCCLX_CUDA_CHECK_GOTO(
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx->cuda_device), res,
         out);
+    NCCLX_CUDA_CHECK_GOTO(cudaRuntimeGetVersion(&runtime), res, out);
+    NCCLX_CUDA_CHECK_GOTO(cudaDriverGetVersion(&driver), res, out);
     /* Two 512-thread blocks fit on an SM (the kernels are built for it), so every rank's
      * kernels can be resident at once: a waiting rank never keeps a peer's send out. */
     ctx->blocks = 2 * sms / ranks_on_gpu > 0 ? 2 * sms / ranks_on_gpu : 1;
     ctx->blocks_masked =
         ranks_on_gpu > 1 ? (sms / ranks_on_gpu > 0 ? sms / ranks_on_gpu : 1) : ctx->blocks;
     /* Programmatic dependent launch (kernels/common/early_launch.cuh) is a compute capability
-     * 9.0 feature; on a shared GPU the early blocks would hold SMs a peer's send needs. */
-    ctx->early_launch = ranks_on_gpu == 1 && major >= 9;
+     * 9.0 feature, and a graph capture takes it from CUDA 12.3 on (runtime and driver: the
+     * library may run on an older 12.x than it was built with); on a shared GPU the early
+     * blocks would hold SMs that a peer's send needs. */
+    ctx->early_launch = ranks_on_gpu == 1 && major >= 9 && runtime >= 12030 && driver >= 12030;
 out:
     return res;
 }

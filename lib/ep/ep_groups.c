@@ -35,7 +35,7 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->max_topk = (int)g->dims.topk;
     d->hidden = (int)g->dims.hidden;
     d->blocks = g->plan.sm_budget != 0 ? (int)g->plan.sm_budget : blocks;
-    d->early_launch = ctx->early_launch;
+    d->early_launch = ctx->early_launch && ncclx_ep_ll_early_launch_built();
     d->peers = (void *const *)ctx->peer_table;
     d->lsa_size = (int)ctx->norm.team.lsa_size;
     d->lsa_base = rank / d->lsa_size * d->lsa_size;

@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 
+#include "ep_group.h"
 #include "gpu/ep_ll_harness.h"
 #include "gpu/ep_ll_short.h"
 
@@ -382,8 +383,23 @@ static void test_graph_capture(void **state)
 
 /* ---- kernels per dispatch ---- */
 
-/* Whether the library launches receives early at all (it needs CUDA 12.3). */
-#define EP_EARLY_LAUNCHES (CUDART_VERSION >= 12030)
+/* Whether rank r's group launches its receives early (docs/ep-ll.md, "Early receive launch"),
+ * after checking that the group decided as it must: on a rank alone on a GPU of compute
+ * capability 9.0 or later, with CUDA 12.3 or later (build, runtime, driver) and kernels built
+ * with their wait, and never on a loopback team of several ranks. */
+static int launches_early(const ep_team_t *t, uint32_t r)
+{
+    int device = 0, major = 0, runtime = 0, driver = 0;
+    assert_cuda_ok(cudaGetDevice(&device));
+    assert_cuda_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    assert_cuda_ok(cudaRuntimeGetVersion(&runtime));
+    assert_cuda_ok(cudaDriverGetVersion(&driver));
+    const int want = t->ranks == 1 && major >= 9 && runtime >= 12030 && driver >= 12030 &&
+                     CUDART_VERSION >= 12030 && ncclx_ep_ll_early_launch_built();
+    const ncclx_ep_group_t *g = (const ncclx_ep_group_t *)t->group[r];
+    assert_int_equal(g->desc.early_launch, want);
+    return want && CUDART_VERSION >= 12030;
+}
 
 /* The edges of graph that let a kernel start before the one ahead of it ended (edge types came
  * with CUDA 12.3, which the library needs for its early launches; before, there are none). */
@@ -496,7 +512,7 @@ static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
         for (uint32_t r = 0; r < t->ranks; r++) {
             size_t early = 0;
             assert_int_equal(capture_op(&run, r, 0, send_only, &exec[r], &early), 2 + send_only);
-            assert_int_equal(early, EP_EARLY_LAUNCHES && t->singleton && !send_only);
+            assert_int_equal(early, launches_early(t, r) && !send_only);
         }
         replay_and_check(&run, exec, 0);
     }
@@ -557,7 +573,7 @@ static void combine_launches_case(ep_team_t *t, const ep_case_t *k, const uint32
             assert_int_equal(capture_op(&run, r, 1, send_only, &exec[r], &early), want);
             /* The receive kernel right after the send is launched early by a rank alone on its
              * GPU (the singleton). */
-            assert_int_equal(early, EP_EARLY_LAUNCHES && t->singleton && !send_only && want == 2);
+            assert_int_equal(early, launches_early(t, r) && !send_only && want == 2);
         }
         replay_and_check(&run, exec, 1);
         ep_run_combine_and_check(&run, send_only);

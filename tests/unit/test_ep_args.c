@@ -144,8 +144,6 @@ static void test_reduce_in_send(void **state)
     }
 }
 
-/* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
- * dtype and size up to max_scale_bytes, or none at all. */
 /* The receive kernel is launched early (a programmatic dependent of the send, early_recv) only
  * when it follows the send at once and the rank has its GPU to itself: a dispatch that waits in
  * its send, a combine that is not reduced there, both only with the group's early_launch (never
@@ -193,6 +191,8 @@ static void test_early_recv(void **state)
     }
 }
 
+/* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
+ * dtype and size up to max_scale_bytes, or none at all. */
 static void test_valid_quant_fwd_variants(void **state)
 {
     (void)state;
