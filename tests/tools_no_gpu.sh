@@ -71,6 +71,23 @@ check team-comm $? 2 "--team-graph is a loopback option"
 "$tools/ncclx-bench" --team-graph --rank-starts >"$tmp/team-starts.out" 2>"$tmp/team-starts.err"
 check team-starts $? 2 "--rank-starts takes --graph"
 
+# --zero-copy: taken by LL expert-major (FP8 too) and by HT (then only the GPU is missing),
+# refused with LL where a zero-copy group cannot be planned (rank-major rows, an active mask,
+# several load/store domains), before any GPU is looked for.
+small="--loopback 2 --tokens 1 --experts 2 --topk 1 --hidden 128 --iters 1 --warmup 0"
+# shellcheck disable=SC2086 # $small is a list of options
+"$tools/ncclx-bench" $small --zero-copy --check --recipe fp8 >"$tmp/zc.out" 2>"$tmp/zc.err"
+check zc $? 1 "ncclx-bench: no usable GPU: "
+# shellcheck disable=SC2086
+"$tools/ncclx-bench" $small --algo ht --zero-copy >"$tmp/zc-ht.out" 2>"$tmp/zc-ht.err"
+check zc-ht $? 1 "ncclx-bench: no usable GPU: "
+"$tools/ncclx-bench" --zero-copy --layout rank >"$tmp/zc-rank.out" 2>"$tmp/zc-rank.err"
+check zc-rank $? 2 "--zero-copy receives expert-major rows in place"
+"$tools/ncclx-bench" --zero-copy --mask >"$tmp/zc-mask.out" 2>"$tmp/zc-mask.err"
+check zc-mask $? 2 "--zero-copy and --mask"
+"$tools/ncclx-bench" --zero-copy --nodes 2 >"$tmp/zc-nodes.out" 2>"$tmp/zc-nodes.err"
+check zc-nodes $? 2 "--zero-copy needs one load/store domain"
+
 "$tools/ncclx-info" >"$tmp/info.out" 2>"$tmp/info.err"
 check info $? 1 "ncclx-info: no usable GPU: " "tools/ncclx-plan" "--gpu-busid ID" "--env"
 grep -qE "^ncclx-info: $nogpu_re" "$tmp/info.err" ||

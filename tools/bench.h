@@ -37,7 +37,8 @@ typedef struct {
     int graph;          /* 0 eager, 1 one CUDA graph per rank and operation, 2 one per operation
                          * for the whole loopback team (--team-graph) */
     int check, sweep;
-    int zero_copy;   /* HT: outputs and expert outputs in the group's buffers (no copy) */
+    int zero_copy;   /* outputs and expert outputs in the group's buffers (no copy); LL: the
+                        group planned with zero_copy, expert-major */
     int no_gate;     /* enqueue timed work without holding it behind the gate */
     int rank_starts; /* also time when each rank's stream gets to each operation */
     int mask;        /* plan the group with an active mask (fault tolerance on) */
@@ -186,7 +187,9 @@ typedef struct {
     void *expert_out, *out;
     void *grad_weights;                    /* HT backward combine: out_topk_weights [T, K] */
     cudaGraphExec_t graphs[BENCH_NUM_OPS]; /* NULL: eager */
-    int borrowed; /* out_tokens and expert_out are the group's buffers (--zero-copy) */
+    int borrowed;                          /* out_tokens (and LL out_scales) are the group's buffers
+                                              (--zero-copy) */
+    int borrowed_expert_out; /* expert_out too (LL: where its rows fit in the zero-copy rows) */
 } bench_rank_t;
 
 typedef struct {
@@ -260,6 +263,10 @@ int bench_team_async_errors(bench_team_t *t);
 
 /* HT: enqueues local rank i's layout query (ncclxEpHandleGetLayout) into its out_counts. */
 int bench_team_layout(bench_team_t *t, uint32_t i);
+
+/* LL --zero-copy: 1 when expert_out is the zero-copy rows dispatch receives into (recipe none:
+ * the identity experts' outputs are the received rows). */
+int bench_ll_expert_out_in_rows(const bench_team_t *t);
 
 /* HT: symmetric bytes per rank of the bench's plan on this team (ncclxPlanComputeSizes). */
 int bench_team_symmetric_bytes(const bench_team_t *t, uint64_t *bytes);

@@ -38,6 +38,9 @@ const char *bench_path_name(const bench_team_t *t, bench_op_t op)
         return "routing+dispatch+combine";
     }
     if (o->algo == NCCLX_EP_ALGO_LL) {
+        if (o->zero_copy && op == BENCH_DISPATCH) {
+            return "ll zero-copy";
+        }
         return o->nodes > 1 ? "ll two-pass, network" : "ll two-pass";
     }
     if (op == BENCH_COMBINE && o->recipe == NCCLX_EP_RECIPE_MXFP8) {
@@ -81,9 +84,10 @@ static uint64_t bench_rank_hbm(const bench_team_t *t, const bench_inputs_t *in, 
         if (op == BENCH_DISPATCH) {
             /* Tokens and ids read; one message per (token, rank) written and read back; the
              * output rows (expert-major: per expert; rank-major: per rank, with ids and
-             * weights) written. */
+             * weights) written.  Zero copy (expert-major): each row written once, in place,
+             * with no message in between. */
             const uint64_t out = expert_major ? per_expert * wire : per_rank * (wire + K * 8);
-            return T * (row + K * 8) + 2 * per_rank * wire + out;
+            return T * (row + K * 8) + (o->zero_copy ? 0 : 2 * per_rank * wire) + out;
         }
         /* Expert outputs read and written into the sources' combine rows, read back, one row
          * per token written; expert-major reads the weights. */

@@ -62,6 +62,7 @@ static void bench_group_plan(const bench_options_t *o, ncclxEpGroupPlan_t *g)
     g->num_handles = 1;
     g->sm_budget = o->sm_budget;
     g->enable_mask = o->mask != 0;
+    g->zero_copy = o->algo == NCCLX_EP_ALGO_LL && o->zero_copy;
     if (o->algo == NCCLX_EP_ALGO_HT) {
         g->layouts = NCCLX_EP_LAYOUT_FLAT | NCCLX_EP_LAYOUT_EXPERT_MAJOR;
         g->recipes = NCCLX_EP_RECIPE_NONE | (o->recipe & NCCLX_EP_RECIPE_MXFP8);
@@ -175,7 +176,7 @@ static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
         }
         r->out_tokens = b.dispatch_rows;
         r->expert_out = b.combine_rows;
-        r->borrowed = 1;
+        r->borrowed = r->borrowed_expert_out = 1;
     } else if (bench_alloc(&r->out_tokens, S * H * elt, r->rank) != 0 ||
                bench_alloc(&r->expert_out, S * H * elt, r->rank) != 0) {
         return -1;
@@ -193,6 +194,45 @@ static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
     return 0;
 }
 
+/* LL --zero-copy: out_tokens and out_scales (FP8) are the group's zero-copy rows, [L, R*T, ...]
+ * of the call's dtype.  Recipe none: expert_out is the same rows (the bench's identity experts'
+ * outputs are the received rows, as dispatch leaves them).  FP8: the received rows are E4M3,
+ * not expert outputs, and the rows of the bench's FP8-only plan are half a BF16 row: expert_out
+ * is a buffer of the bench's own. */
+static int bench_ll_zero_copy_buffers(const bench_team_t *t, bench_rank_t *r)
+{
+    const bench_options_t *o = &t->o;
+    const size_t rows = (size_t)t->slabs * t->slab_rows, H = o->hidden;
+    const size_t scale_row = o->recipe == NCCLX_EP_RECIPE_FP8 ? H / 128 * sizeof(float) : 0;
+    const size_t expert_row = H * bench_dtype_size(o->dtype);
+    ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
+    BENCH_NCCLX(ncclxEpGroupGetLlBuffers(r->group, &b), "ncclxEpGroupGetLlBuffers", r->rank);
+    if (b.tokens == NULL || b.rows != rows || b.row_bytes < t->out_row_bytes ||
+        b.scale_bytes < scale_row || (scale_row > 0 && b.scales == NULL)) {
+        fprintf(stderr,
+                "ncclx-bench: rank %u: --zero-copy: the group's zero-copy rows are %u of %llu "
+                "bytes (scales %llu), the bench needs %zu of %zu (scales %zu)\n",
+                r->rank, b.rows, (unsigned long long)b.row_bytes, (unsigned long long)b.scale_bytes,
+                rows, t->out_row_bytes, scale_row);
+        return -1;
+    }
+    r->out_tokens = b.tokens;
+    r->out_scales = scale_row > 0 ? b.scales : NULL;
+    r->borrowed = 1;
+    if (o->recipe == NCCLX_EP_RECIPE_NONE && b.row_bytes >= expert_row) {
+        r->expert_out = b.tokens;
+        r->borrowed_expert_out = 1;
+        return 0;
+    }
+    return bench_alloc(&r->expert_out, rows * expert_row, r->rank);
+}
+
+int bench_ll_expert_out_in_rows(const bench_team_t *t)
+{
+    return t->o.algo == NCCLX_EP_ALGO_LL && t->o.zero_copy && t->r[0].expert_out != NULL &&
+           t->r[0].expert_out == t->r[0].out_tokens;
+}
+
 static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
 {
     const bench_options_t *o = &t->o;
@@ -206,16 +246,23 @@ static int bench_rank_buffers(bench_team_t *t, bench_rank_t *r)
     if (o->algo == NCCLX_EP_ALGO_HT) {
         return bench_ht_rank_buffers(t, r);
     }
+    if (o->zero_copy) {
+        if (bench_ll_zero_copy_buffers(t, r) != 0) {
+            return -1;
+        }
+    } else if (bench_alloc(&r->out_tokens, rows * t->out_row_bytes, r->rank) != 0 ||
+               bench_alloc(&r->out_scales, fp8 ? rows * (H / 128) * sizeof(float) : 0, r->rank) !=
+                   0 ||
+               bench_alloc(&r->expert_out, rows * H * elt, r->rank) != 0) {
+        return -1;
+    }
     if (bench_alloc(&r->topk_idx, T * K * sizeof(int64_t), r->rank) != 0 ||
         bench_alloc(&r->topk_weights, T * K * sizeof(float), r->rank) != 0 ||
         bench_alloc(&r->tokens, T * H * elt, r->rank) != 0 ||
-        bench_alloc(&r->out_tokens, rows * t->out_row_bytes, r->rank) != 0 ||
-        bench_alloc(&r->out_scales, fp8 ? rows * (H / 128) * sizeof(float) : 0, r->rank) != 0 ||
         bench_alloc(&r->out_counts, t->slabs * sizeof(int32_t), r->rank) != 0 ||
         bench_alloc(&r->out_topk_idx, rm ? t->ranks * T * K * sizeof(int32_t) : 0, r->rank) != 0 ||
         bench_alloc(&r->out_topk_weights, rm ? t->ranks * T * K * sizeof(float) : 0, r->rank) !=
             0 ||
-        bench_alloc(&r->expert_out, rows * H * elt, r->rank) != 0 ||
         bench_alloc(&r->out, T * H * elt, r->rank) != 0) {
         return -1;
     }
@@ -683,6 +730,9 @@ static int bench_rank_destroy(bench_rank_t *r)
     ncclxResult_t res;
     if (r->borrowed) { /* the group's own buffers: not ours to free */
         buffers[3] = NULL;
+        buffers[4] = NULL; /* LL: the zero-copy scale rows (HT: never allocated) */
+    }
+    if (r->borrowed_expert_out) {
         buffers[8] = NULL;
     }
     bench_drop_graphs(r);

@@ -42,7 +42,12 @@ static void usage(FILE *out)
             "                      routing, which --comm cannot know before init: give --recv)\n"
             "  --alignment N       ht expert-major: each expert's rows padded to a multiple of N\n"
             "                      (1)\n"
-            "  --zero-copy         ht: receive rows and expert outputs in the group's own buffers\n"
+            "  --zero-copy         ll: plan the group with zero_copy (each dispatch row written\n"
+            "                      once, into its receiver's zero-copy rows) and pass those rows\n"
+            "                      (ncclxEpGroupGetLlBuffers) as out_tokens, out_scales (fp8)\n"
+            "                      and combine's expert_out: rows received in place (expert\n"
+            "                      layout only, one load/store domain, no --mask);\n"
+            "                      ht: receive rows and expert outputs in the group's own buffers\n"
             "                      (ncclxEpGroupGetHtBuffers): no copy-out, no staging copy\n"
             "  --iters N           timed iterations (200 / 50)\n"
             "  --warmup N          untimed iterations first (20 / 10)\n"
@@ -221,8 +226,20 @@ static int check_ll_options(bench_options_t *o, const given_t *given)
     if (o->layout == NCCLX_EP_LAYOUT_FLAT) {
         return refuse("--layout flat is an HT layout (--algo ht); LL takes expert or rank");
     }
-    if (given->pass || given->recv || given->alignment || o->zero_copy) {
-        return refuse("--pass, --recv, --alignment and --zero-copy are HT options (--algo ht)");
+    if (given->pass || given->recv || given->alignment) {
+        return refuse("--pass, --recv and --alignment are HT options (--algo ht)");
+    }
+    if (o->zero_copy && o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {
+        return refuse("--zero-copy receives expert-major rows in place: --algo ll takes it with "
+                      "--layout expert, not rank");
+    }
+    if (o->zero_copy && o->mask) {
+        return refuse("--zero-copy and --mask: an LL group planned with zero_copy has no active "
+                      "mask");
+    }
+    if (o->zero_copy && o->nodes > 1) {
+        return refuse("--zero-copy needs one load/store domain: --algo ll takes it without "
+                      "--nodes (or with --nodes 1)");
     }
     if (o->tokens > NCCLX_EP_MAX_LL_TOKENS_PER_RANK) {
         fprintf(stderr, "ncclx-bench: --tokens %u: --algo ll takes at most %u tokens per rank\n",
@@ -400,6 +417,24 @@ static int print_ht_config(const bench_team_t *t)
     return 0;
 }
 
+/* LL --zero-copy: where the rows land and what the plan costs. */
+static int print_ll_zero_copy(const bench_team_t *t)
+{
+    uint64_t bytes;
+    if (bench_team_symmetric_bytes(t, &bytes) != 0) {
+        return -1;
+    }
+    printf("# zero-copy: dispatch rows received in place in the group's zero-copy rows (L x R x T "
+           "= %u per rank), combine reads expert_out %s; symmetric memory per rank: %.1f MiB "
+           "(the plan's, zero-copy rows included)\n",
+           t->slabs * t->slab_rows,
+           bench_ll_expert_out_in_rows(t) ? "there"
+                                          : "from a buffer of its own (the rows hold E4M3, the "
+                                            "expert outputs are BF16)",
+           (double)bytes / (1024.0 * 1024.0));
+    return 0;
+}
+
 static int print_header(const bench_team_t *t)
 {
     const bench_options_t *o = &t->o;
@@ -443,6 +478,9 @@ static int print_header(const bench_team_t *t)
                o->layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR ? "expert" : "rank",
                bench_dtype_name(o->dtype), o->recipe == NCCLX_EP_RECIPE_FP8 ? "fp8" : "none",
                o->seed);
+        if (o->zero_copy && print_ll_zero_copy(t) != 0) {
+            return -1;
+        }
     }
     printf("# %s; %u warm-up + %u timed iterations%s; time: common start event -> last rank's "
            "end event\n",
@@ -637,11 +675,14 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
                                                : (uint64_t)o->hidden * bench_dtype_size(o->dtype),
                                            (uint64_t)o->hidden * bench_dtype_size(o->dtype)};
     const int ht = o->algo == NCCLX_EP_ALGO_HT;
+    /* LL zero copy, recipe none: expert_out is the rows dispatch receives, which are the identity
+     * experts' outputs. */
+    const int fill = o->check && !bench_ll_expert_out_in_rows(t);
     bench_row_t row;
     uint64_t net_before = 0, net_after = 0;
     memset(&row, 0, sizeof(row));
     if (bench_team_route(t, n) != 0 ||
-        (o->check && (ht ? bench_ht_fill(t, in) : bench_fill_expert_out(t, in)) != 0) ||
+        (fill && (ht ? bench_ht_fill(t, in) : bench_fill_expert_out(t, in)) != 0) ||
         (o->graph && bench_team_capture(t) != 0) || bench_net_bytes(t, &net_before) != 0 ||
         bench_time_ops(t, row.stats) != 0 || bench_net_bytes(t, &net_after) != 0) {
         return -1;

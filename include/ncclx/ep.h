@@ -390,6 +390,44 @@ typedef struct {
  *  NCCLX_EP_HT_BUFFERS_INIT).  ncclxInvalidUsage on an LL group. */
 ncclxResult_t ncclxEpGroupGetHtBuffers(ncclxEpGroup_t group, ncclxEpHtBuffers_t *buffers);
 
+#define NCCLX_MAGIC_EP_LL_BUFFERS 0x6e786c6cu /* 'nxll' */
+
+/**
+ * LL zero-copy rows (a group planned with zero_copy): where this rank's expert-major dispatch
+ * rows land.  Each peer writes every row it sends here once, at its final place, so the
+ * dispatch moves each row once.  A dispatch whose out_tokens is `tokens` (viewed as [L, R*T,
+ * hidden] of the call's dtype: rows are packed at the call's row size, which is at most
+ * row_bytes) and whose out_scales (FP8, QUANT_FWD) is `scales` (viewed as [L, R*T, the call's
+ * scale row]) receives in place; other out_tokens / out_scales get one more copy, from these
+ * rows.  The rows of a dispatch stay valid until this rank's next expert-major dispatch of the
+ * group is enqueued (peers write the next rows only after this rank has started that dispatch,
+ * in stream order): compute on them, and combine from them, before it.  Combine may read
+ * expert_out from `tokens` where its [L, R*T, hidden] fits in L x R x T x row_bytes (hidden x
+ * the combine dtype's size <= row_bytes: not BF16 expert outputs on a plan whose largest row
+ * is FP8).  Never write them while a dispatch of the group is in flight.
+ */
+typedef struct {
+    NCCLX_STRUCT_HEADER;
+    void *tokens;         /**< device [L][R*T] rows of up to row_bytes */
+    void *scales;         /**< device [L][R*T] scale rows of up to scale_bytes; NULL without
+                               FP8 or QUANT_FWD */
+    uint64_t row_bytes;   /**< the plan's largest token row (hidden x dtype, or max_token_bytes) */
+    uint64_t scale_bytes; /**< the plan's largest scale row (0 without) */
+    uint32_t rows;        /**< L x R x T */
+    uint32_t reserved0;
+} ncclxEpLlBuffers_t;
+
+#define NCCLX_EP_LL_BUFFERS_INIT                                                                   \
+    {                                                                                              \
+        NCCLX_STRUCT_HEADER_INIT(ncclxEpLlBuffers_t, NCCLX_MAGIC_EP_LL_BUFFERS), NULL, NULL, 0, 0, \
+            0, 0                                                                                   \
+    }
+
+/** LL: this rank's zero-copy rows of group (an output struct: start from
+ *  NCCLX_EP_LL_BUFFERS_INIT).  ncclxInvalidUsage on an HT group or one planned without
+ *  zero_copy. */
+ncclxResult_t ncclxEpGroupGetLlBuffers(ncclxEpGroup_t group, ncclxEpLlBuffers_t *buffers);
+
 /** HT: writes the handle's receive layout (its last routing) into info's tensors, in stream
  *  order, with no host synchronization: capturable. */
 ncclxResult_t ncclxEpHandleGetLayout(ncclxEpHandle_t handle, const ncclxEpLayoutInfo_t *info,

@@ -11,6 +11,8 @@
  *   signals               [2][R] x {dispatch, combine} uint64: (parity, source)
  *   dispatch counts       expert-major: [2][R][L] int32: (parity, source, local expert), the
  *                         rows the source sends each local expert, stored before its signal
+ *   zero copy (zero_copy) expert-major output rows [L][R][T] and scale rows; count boards
+ *                         [2][R] (parity, source)
  *   mask words (enable_mask) clean round one [R] uint64, clean round two [R] uint64, and
  *                         evicted [R] uint32 (rank r was masked by some rank's timeout)
  * The message and signal formats are in ep_ll_wire.h; docs/ep-ll.md lists every word.
@@ -76,6 +78,14 @@ typedef struct {
     int net_signal_base;
     size_t dispatch_recv, combine_recv, signals; /* region offsets in the symmetric arena */
     size_t dispatch_counts;                      /* expert-major groups: [2][R][L] int32 (above) */
+    /* Zero copy (a group planned with zero_copy; offsets (size_t)-1 without): expert-major
+     * dispatch rows are stored by their sender straight into the receiver's zero-copy rows
+     * [L][R][T] (and scale rows), at places every rank learns from the count boards [2][R]
+     * (ep_ll_wire.h) before any row moves; zero_copy_starts (device [E]) holds, per expert,
+     * where this rank's rows start among its receiver's rows of that expert. */
+    int zero_copy;
+    size_t zero_copy_rows, zero_copy_scales, count_boards, board_bytes;
+    int32_t *zero_copy_starts;
     size_t msg_bytes;
     size_t combine_slot_bytes;
     int combine_slots;
@@ -121,6 +131,11 @@ typedef struct {
                           domain, of at most NCCLX_EP_THREADS ranks */
     int early_recv;    /* the receive kernel is a programmatic dependent of the send (see
                           ncclx_ep_ll_launch_dispatch_recv): wait_in_send and early_launch */
+    /* Zero copy (an expert-major dispatch of a zero_copy group): rows go straight to the
+     * receivers' zero-copy rows, messages carry header and entries only; copy_rows /
+     * copy_scales: out_tokens / out_scales are not this rank's zero-copy rows, so the receive
+     * copies the rows there from them. */
+    int zero_copy, copy_rows, copy_scales;
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */
@@ -155,7 +170,7 @@ cudaError_t ncclx_ep_ll_launch_route(const ncclx_ep_ll_group_desc_t *g,
  *  compute capability 9.0 or later); see kernels/common/early_launch.cuh. */
 int ncclx_ep_ll_early_launch_built(void);
 
-/** Sends the handle's tokens (send phase of dispatch). */
+/** Sends the handle's tokens (send phase of dispatch); zero copy: the count boards first. */
 cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
                                              const ncclx_ep_ll_handle_desc_t *h,
                                              const ncclx_ep_ll_dispatch_desc_t *a,

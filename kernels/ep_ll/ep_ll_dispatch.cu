@@ -137,9 +137,9 @@ __device__ __forceinline__ float fp8_scale(float amax, int round_scales)
 }
 
 __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv_bfloat16 *row,
-                                const LaneTargets &payload, int begin, int end, int lane)
+                                const LaneTargets &payload, const LaneTargets &scale_rows,
+                                int begin, int end, int lane)
 {
-    const size_t scales = scale_offset(a);
     for (int b0 = begin; b0 < end; b0 += 128 * kFp8Blocks) {
         uint2 raw[kFp8Blocks];
 #pragma unroll
@@ -172,14 +172,167 @@ __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv
                 q |= (unsigned)v << (8 * i);
             }
             for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
-                char *p = target_of(payload, __ffs(rest) - 1);
+                const int j = __ffs(rest) - 1;
+                char *p = target_of(payload, j), *sp = target_of(scale_rows, j);
                 *reinterpret_cast<unsigned *>(p + b + lane * 4) = q;
                 if (lane == 0) {
-                    reinterpret_cast<float *>(p + scales)[b / 128] = scale;
+                    reinterpret_cast<float *>(sp)[b / 128] = scale;
                 }
             }
         }
     }
+}
+
+// ---- zero copy (a group planned with zero_copy; docs/ep-ll.md, "Zero copy") ----
+
+// Source s's count board of this parity in the arena at base (ep_ll_wire.h): the word, then the
+// source's row count of every expert.
+__device__ __forceinline__ unsigned long long *
+board_word(char *base, const ncclx_ep_ll_group_desc_t &g, int parity, int source)
+{
+    return reinterpret_cast<unsigned long long *>(
+        base + g.count_boards + ((size_t)parity * g.ranks + source) * g.board_bytes);
+}
+
+__device__ __forceinline__ int32_t *board_counts(char *base, const ncclx_ep_ll_group_desc_t &g,
+                                                 int parity, int source)
+{
+    return reinterpret_cast<int32_t *>(
+        reinterpret_cast<char *>(board_word(base, g, parity, source)) +
+        NCCLX_EP_BOARD_COUNTS_OFFSET);
+}
+
+// Waits for source s's board of operation op: true when it came with this rank's operation word
+// (its rows count), false when s is not live, its word differs (reported) or the wait timed out
+// (reported; a zero-copy group has no mask, so a timeout halts it).
+__device__ __forceinline__ bool wait_board(const ncclx_ep_ll_group_desc_t &g, const Op &op, int s,
+                                           unsigned want_op, bool live)
+{
+    if (!live) {
+        return false;
+    }
+    const unsigned long long *word = board_word(peer_base(g, g.rank), g, op.parity, s);
+    unsigned long long start = 0;
+    for (unsigned spins = 0;; spins++) {
+        const unsigned long long v = ld_acquire_sys(word);
+        if (ncclx_ep_signal_tag(v) == op.tag) {
+            if (ncclx_ep_signal_op(v) != want_op) {
+                report_error(g, kErrorMismatch);
+                return false;
+            }
+            return true;
+        }
+        if ((spins & 1023) == 0) {
+            const unsigned long long now = globaltimer();
+            if (group_halted(g)) {
+                return false;
+            }
+            if (start == 0) {
+                start = now;
+            } else if (now - start > g.timeout_ns) {
+                report_error(g, kErrorTimeout);
+                return false;
+            }
+        }
+    }
+}
+
+// Entries of the board copy per thread whose loads are in flight at once.
+constexpr int kBoardBatch = 4;
+
+// Zero copy, before any row moves (one block): this rank's row count of every expert onto every
+// live rank's board, released by the board's word; then every source's board, and from them,
+// for each expert e, where this rank's rows start among the rows e's rank receives for e: the
+// rows of the sources before this rank whose boards came with this operation's word (the
+// receiver counts exactly those: a source with another word is dropped by both).  -1 for the
+// experts of a rank whose board did not come (another word, a timeout): no row goes there.
+// This is also the handshake that makes the rows safe to store: a rank posts its board only
+// when it starts this dispatch, after everything it did before in its stream, the use of its
+// previous rows included.
+__global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
+    dispatch_board_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
+                          ncclx_ep_ll_dispatch_desc_t a)
+{
+    __shared__ LiveView view;
+    __shared__ unsigned char counted[NCCLX_EP_MAX_LL_RANKS];
+    load_live_view(g, view);
+    const Op op = op_begin(&g.state->dispatch_seq);
+    const int R = g.ranks, E = g.num_experts;
+    const bool out = block_self_out(g);
+    if (!out) {
+        const long long pairs = (long long)R * E;
+        for (long long i0 = threadIdx.x; i0 < pairs; i0 += kBoardBatch * (long long)blockDim.x) {
+            int32_t n[kBoardBatch];
+#pragma unroll
+            for (int b = 0; b < kBoardBatch; b++) {
+                const long long i = i0 + (long long)b * blockDim.x;
+                n[b] = i < pairs ? h.expert_count[i % E] : 0;
+            }
+#pragma unroll
+            for (int b = 0; b < kBoardBatch; b++) {
+                const long long i = i0 + (long long)b * blockDim.x;
+                const int d = (int)(i / E);
+                if (i < pairs && view.has(d)) {
+                    board_counts(peer_base(g, d), g, op.parity, g.rank)[i % E] = n[b];
+                }
+            }
+        }
+        __syncthreads();
+        for (int d = threadIdx.x; d < R; d += blockDim.x) {
+            if (view.has(d)) {
+                st_release_sys(board_word(peer_base(g, d), g, op.parity, g.rank),
+                               ncclx_ep_signal_word(op.tag, a.op, 0));
+            }
+        }
+    }
+    for (int s = threadIdx.x; s < R; s += blockDim.x) {
+        counted[s] = !out && wait_board(g, op, s, a.op, view.has(s));
+    }
+    __syncthreads();
+    char *self = peer_base(g, g.rank);
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int start = -1;
+        if (counted[e / g.local_experts]) {
+            start = 0;
+            for (int s = 0; s < g.rank; s++) {
+                if (counted[s]) {
+                    start += min(max(board_counts(self, g, op.parity, s)[e], 0), g.max_tokens);
+                }
+            }
+        }
+        g.zero_copy_starts[e] = start;
+    }
+}
+
+// Zero copy: lane k's row of token t for its top-k entry, at its final place in the rows of the
+// entry's rank (one row per distinct expert: a token that lists an expert twice sends one), and
+// the row's scale row in scale_rows.
+__device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group_desc_t &g,
+                                                         const ncclx_ep_ll_handle_desc_t &h,
+                                                         const ncclx_ep_ll_dispatch_desc_t &a,
+                                                         const LiveView &view, const TokenRoute &r,
+                                                         int t, int lane, LaneTargets &scale_rows)
+{
+    const int e = r.expert, L = g.local_experts;
+    const int d = e >= 0 ? e / L : 0;
+    long long pos = -1;
+    if (e >= 0 && view.has(d)) {
+        const int start = g.zero_copy_starts[e];
+        if (start >= 0) {
+            pos = (long long)(e - d * L) * g.ranks * g.max_tokens + start +
+                  h.expert_slot[t * h.topk + lane];
+        }
+    }
+    const unsigned same = __match_any_sync(0xffffffffu, pos >= 0 ? e : -1);
+    const bool first = pos >= 0 && (same & lanemask_lt()) == 0;
+    LaneTargets to;
+    to.lanes = __ballot_sync(0xffffffffu, first);
+    to.mine = first ? peer_base(g, d) + g.zero_copy_rows + (size_t)pos * a.out_row_bytes : nullptr;
+    scale_rows.lanes = to.lanes;
+    scale_rows.mine = first && a.scale_bytes > 0
+                          ? peer_base(g, d) + g.zero_copy_scales + (size_t)pos * a.scale_bytes
+                          : nullptr;
+    return to;
 }
 
 // The dispatch counts region of the rank whose arena starts at base: [2][R][L] int32, the rows
@@ -217,7 +370,7 @@ __device__ __forceinline__ void signal_destinations(const ncclx_ep_ll_group_desc
                                                     const LiveView &view, const Op &op)
 {
     const int L = g.local_experts, pairs = g.ranks * L;
-    if (h.expert_major) {
+    if (h.expert_major && !a.zero_copy) {
         for (int i0 = (int)threadIdx.x; i0 < pairs; i0 += kCountBatch * (int)blockDim.x) {
             int32_t n[kCountBatch];
 #pragma unroll
@@ -263,7 +416,10 @@ __device__ __forceinline__ void wait_sources(const ncclx_ep_ll_group_desc_t &g,
 // kFp8: the kernel of the FP8 recipe.  Each recipe's copy loop gets a kernel of its own, so that
 // neither pays for the other's registers (at the 64 registers of two 512-thread blocks an SM,
 // one kernel for both spilled 40 bytes; the BF16 loop alone spills 20, the FP8 one none).
-template <bool kFp8>
+// kZeroCopy: rows go straight to their receivers' zero-copy rows (the messages carry only the
+// header and top-k entries), a kernel of its own so that the receive-area path keeps its
+// registers.
+template <bool kFp8, bool kZeroCopy>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
@@ -279,16 +435,23 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, c = u % chunks;
         const TokenRoute r = route_token(g, h, view, t, parity, lane);
-        LaneTargets payload = r.msgs;
-        payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
+        LaneTargets payload, scale_rows;
+        if (kZeroCopy) {
+            payload = zero_copy_targets(g, h, a, view, r, t, lane, scale_rows);
+        } else {
+            payload = r.msgs;
+            payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
+            scale_rows.lanes = payload.lanes;
+            scale_rows.mine = payload.mine != nullptr ? payload.mine + scale_offset(a) : nullptr;
+        }
         const char *src = static_cast<const char *>(a.tokens) + (size_t)t * in_row;
         size_t begin = (size_t)c * kChunkBytes, end = min(in_row, begin + kChunkBytes);
         if (c == 0) {
             write_headers(h, a, op, t, r, lane);
             if (a.recipe == kRecipeQuantFwd && a.scale_bytes > 0) {
                 const char *s = static_cast<const char *>(a.scales) + (size_t)t * a.scale_bytes;
-                for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
-                    char *p = target_of(payload, __ffs(rest) - 1) + scale_offset(a);
+                for (unsigned rest = scale_rows.lanes; rest != 0; rest &= rest - 1) {
+                    char *p = target_of(scale_rows, __ffs(rest) - 1);
                     for (size_t i = lane; i < a.scale_bytes; i += kWarpSize) {
                         p[i] = s[i];
                     }
@@ -296,7 +459,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             }
         }
         if (kFp8) {
-            quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload,
+            quantize_fp8_to(a, reinterpret_cast<const __nv_bfloat16 *>(src), payload, scale_rows,
                             (int)(begin / 2), (int)(end / 2), lane);
         } else {
             warp_copy_to(payload, src, begin, end, lane);
@@ -349,13 +512,16 @@ __host__ __device__ __forceinline__ size_t recv_plan_bytes(int ranks, int local_
 // coalesced pass), then summed in shared memory: a thread per expert for small teams, a warp per
 // expert for large ones.
 __device__ __forceinline__ void plan_expert_rows(const ncclx_ep_ll_group_desc_t &g,
-                                                 const RecvPlan &p, int parity)
+                                                 const RecvPlan &p, int parity, bool zero_copy)
 {
     const int R = g.ranks, L = g.local_experts, lane = threadIdx.x % kWarpSize;
-    const int32_t *counts = expert_counts(peer_base(g, g.rank), g, parity, 0);
+    char *self = peer_base(g, g.rank);
+    const int32_t *counts = expert_counts(self, g, parity, 0);
     for (int i = threadIdx.x; i < R * L; i += blockDim.x) {
         const int s = i / L, l = i % L;
-        p.row[(size_t)l * (R + 1) + s] = p.count[s] > 0 ? min(max(counts[i], 0), p.count[s]) : 0;
+        // Zero copy: the counts are the source's board, as its senders read them.
+        const int n = zero_copy ? board_counts(self, g, parity, s)[g.rank * L + l] : counts[i];
+        p.row[(size_t)l * (R + 1) + s] = p.count[s] > 0 ? min(max(n, 0), p.count[s]) : 0;
     }
     __syncthreads();
     if (R <= kWarpSize) {
@@ -437,6 +603,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 // (message, chunk) units of the list of received messages: check the header (another operation word
 // or tag: dropped and reported, never read), record the token for combine (chunk 0), and copy the
 // payload straight to its output rows.  The last block ends the operation.
+// kZeroCopy: a zero-copy dispatch's receive (a kernel of its own, so that the receive-area
+// path keeps its registers).
+template <bool kZeroCopy>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
@@ -457,13 +626,16 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     __syncthreads();
     source_starts(p.count, p.start, R);
     const size_t out_row = a.out_row_bytes, poff = payload_offset(g);
-    const int chunks = (int)((out_row + kChunkBytes - 1) / kChunkBytes);
+    // Zero copy: the rows are in place already, unless out_tokens is the caller's own buffer
+    // (copy_rows); a message is then one unit of bookkeeping.
+    const bool copy = !kZeroCopy || a.copy_rows;
+    const int chunks = copy ? (int)((out_row + kChunkBytes - 1) / kChunkBytes) : 1;
     const long long units = (long long)p.start[R] * chunks;
     // A block that unit_warp gives no unit (few messages: a small batch) skips the expert plan,
     // R x L counts loaded and summed for nothing; block 0 still plans, for out_counts.
     const bool busy = units >= warps || (long long)blockIdx.x < units;
     if (h.expert_major && (busy || blockIdx.x == 0)) {
-        plan_expert_rows(g, p, parity);
+        plan_expert_rows(g, p, parity, kZeroCopy);
         for (int l = threadIdx.x; blockIdx.x == 0 && l < g.local_experts; l += blockDim.x) {
             a.out_counts[l] = p.row[(size_t)l * (R + 1) + R];
         }
@@ -508,20 +680,33 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             to.mine = static_cast<char *>(a.out_tokens) + (size_t)m * out_row;
         }
         size_t begin = (size_t)c * kChunkBytes, end = min(out_row, begin + kChunkBytes);
-        warp_copy_to(to, msg + poff, begin, end, lane);
+        if (!kZeroCopy) {
+            warp_copy_to(to, msg + poff, begin, end, lane);
+        } else if (a.copy_rows) {
+            // From this rank's zero-copy rows to the caller's, row for row.
+            for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
+                LaneTargets one;
+                one.lanes = 1u;
+                one.mine = target_of(to, __ffs(rest) - 1);
+                const size_t at = (size_t)(one.mine - static_cast<char *>(a.out_tokens));
+                warp_copy_to(one, self + g.zero_copy_rows + at, begin, end, lane);
+            }
+        }
         if (c != 0) {
             continue;
         }
         if (lane == 0) {
             h.recv_tok[m] = ncclx_ep_pack_token(header.x, header.y);
         }
-        if (a.scale_bytes > 0) {
+        if (a.scale_bytes > 0 && (!kZeroCopy || a.copy_scales)) {
             for (unsigned rest = to.lanes; rest != 0; rest &= rest - 1) {
                 char *row_at = target_of(to, __ffs(rest) - 1);
                 size_t row = (size_t)(row_at - static_cast<char *>(a.out_tokens)) / out_row;
                 char *out = static_cast<char *>(a.out_scales) + row * a.scale_bytes;
+                const char *from = kZeroCopy ? self + g.zero_copy_scales + row * a.scale_bytes
+                                             : msg + poff + scale_offset(a);
                 for (size_t b = lane; b < a.scale_bytes; b += kWarpSize) {
-                    out[b] = msg[poff + scale_offset(a) + b];
+                    out[b] = from[b];
                 }
             }
         }
@@ -560,10 +745,27 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
                                                         cudaStream_t stream)
 {
     const int blocks = ncclx_ep_ll_dispatch_send_blocks(g, h->num_tokens, a->row_bytes);
-    if (a->recipe == ncclx::kRecipeFp8) {
-        ncclx::dispatch_send_kernel<true><<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+    const bool fp8 = a->recipe == ncclx::kRecipeFp8;
+    if (a->zero_copy) {
+        // The boards first: every row's place is known before the send stores one.
+        ncclx::dispatch_board_kernel<<<1, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) {
+            return err;
+        }
+        if (fp8) {
+            ncclx::dispatch_send_kernel<true, true>
+                <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+        } else {
+            ncclx::dispatch_send_kernel<false, true>
+                <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+        }
+    } else if (fp8) {
+        ncclx::dispatch_send_kernel<true, false>
+            <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     } else {
-        ncclx::dispatch_send_kernel<false><<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+        ncclx::dispatch_send_kernel<false, false>
+            <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
     }
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
@@ -584,7 +786,11 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
     const size_t smem = ncclx::recv_plan_bytes(g->ranks, g->local_experts, h->expert_major);
     // Right after the send (early_recv: no wait kernel between them, the rank alone on its
     // GPU), the copy's blocks are scheduled as soon as the send's last block has its sources.
-    return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel, g->blocks,
+    if (a->zero_copy) {
+        return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel<true>, g->blocks,
+                                   NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
+    }
+    return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel<false>, g->blocks,
                                NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
 }
 
@@ -594,7 +800,7 @@ extern "C" int ncclx_ep_ll_early_launch_built(void)
     // for compute capability 9.0 or later: kernels JIT-compiled from older PTX (a build for
     // sm_80 on a Hopper GPU) lack the wait.  Both receive kernels come from one build's flags.
     cudaFuncAttributes attr;
-    if (cudaFuncGetAttributes(&attr, ncclx::dispatch_recv_kernel) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, ncclx::dispatch_recv_kernel<false>) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -604,9 +810,13 @@ extern "C" int ncclx_ep_ll_early_launch_built(void)
 extern "C" cudaError_t ncclx_ep_ll_dispatch_load(void)
 {
     const void *const kernels[] = {
-        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<false>),
-        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<true>),
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<false, false>),
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<true, false>),
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<false, true>),
+        reinterpret_cast<const void *>(ncclx::dispatch_send_kernel<true, true>),
+        reinterpret_cast<const void *>(ncclx::dispatch_board_kernel),
         reinterpret_cast<const void *>(ncclx::dispatch_wait_kernel),
-        reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel)};
+        reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel<false>),
+        reinterpret_cast<const void *>(ncclx::dispatch_recv_kernel<true>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

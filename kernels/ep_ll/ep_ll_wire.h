@@ -74,6 +74,18 @@ NCCLX_WIRE_FN size_t ncclx_ep_msg_bytes(uint32_t max_topk, size_t payload_bytes)
     return ncclx_ep_msg_payload_offset(max_topk) + ncclx_ep_align16(payload_bytes);
 }
 
+/**
+ * Count board (LL zero copy): one per (parity, source) in every rank's arena.  The source
+ * stores its routing's row count of every expert (int32 [E], from byte 16), then, with release,
+ * the word at byte 0: ncclx_ep_signal_word(tag, op, 0) of its dispatch.  Every rank then knows,
+ * before any row moves, where each (expert, source)'s rows start in the expert's output.
+ */
+#define NCCLX_EP_BOARD_COUNTS_OFFSET 16u
+NCCLX_WIRE_FN size_t ncclx_ep_board_bytes(uint32_t num_experts)
+{
+    return ncclx_ep_align16(NCCLX_EP_BOARD_COUNTS_OFFSET + (size_t)num_experts * 4);
+}
+
 /* A received message's token and rank order, packed in one int32 of the handle (recv_tok);
  * NCCLX_EP_TOKEN_DROPPED marks a message that was refused (wrong operation or tag). */
 #define NCCLX_EP_TOKEN_BITS    16

@@ -54,6 +54,8 @@ struct ncclxEpGroup {
     ncclx_ep_ht_group_desc_t ht;   /* what the HT kernels see (HT groups) */
     char *ht_dispatch_rows;        /* HT: this rank's dispatch rows (local address) */
     char *ht_combine_rows;         /* HT: this rank's combine rows (local address) */
+    char *zero_copy_tokens;        /* LL zero_copy: this rank's zero-copy rows (local address) */
+    char *zero_copy_scales;        /* LL zero_copy: its scale rows (NULL without scales) */
     ncclx_ep_ht_handle_layout_t ht_handle_layout;
     char *handle_memory;       /* device: num_handles * handle_layout.bytes */
     volatile uint32_t *status; /* host view of the mapped status (error bits) */

@@ -54,6 +54,23 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->signals = r->signals;
     d->dispatch_counts = r->dispatch_counts;
     d->net_dispatch_counts = r->net_dispatch_counts;
+    d->zero_copy = g->plan.zero_copy != 0;
+    d->zero_copy_rows = r->zero_copy_rows;
+    d->zero_copy_scales = r->zero_copy_scales;
+    d->count_boards = r->count_boards;
+    d->board_bytes = ncclx_ep_board_bytes(g->plan.num_experts);
+    d->zero_copy_starts =
+        r->zero_copy_starts != NCCLX_NO_REGION
+            ? (int32_t *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->zero_copy_starts)
+            : NULL;
+    g->zero_copy_tokens =
+        r->zero_copy_rows != NCCLX_NO_REGION
+            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rows)
+            : NULL;
+    g->zero_copy_scales =
+        r->zero_copy_scales != NCCLX_NO_REGION
+            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_scales)
+            : NULL;
     d->msg_bytes = g->dims.dispatch_msg_bytes;
     d->decisions = r->decisions != NCCLX_NO_REGION
                        ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions)

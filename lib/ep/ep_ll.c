@@ -13,6 +13,7 @@
 #include "ep_mask.h"
 #include "error.h"
 #include "gpu_check.h"
+#include "struct.h"
 
 static size_t ncclx_ll_handle_layouts(const ncclx_ep_dims_t *d, uint32_t layout,
                                       ncclx_ep_ll_handle_layout_t *ll,
@@ -192,6 +193,31 @@ static ncclxResult_t ncclx_ll_complete(ncclx_ep_handle_t *h, ncclxStream_t strea
                            (void *)stream, (void *)h->group->send_stream, h->index);
     }
     return ncclx_launch_pending(h, stream, "ncclxEpComplete");
+}
+
+ncclxResult_t ncclxEpGroupGetLlBuffers(ncclxEpGroup_t g, ncclxEpLlBuffers_t *buffers)
+{
+    ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
+    if (g == NULL || buffers == NULL) {
+        return NCCLX_ERROR(ncclxInvalidArgument, "ncclxEpGroupGetLlBuffers: %s is NULL",
+                           g == NULL ? "group" : "buffers");
+    }
+    NCCLX_CHECK(ncclx_struct_check_output(buffers, NCCLX_MAGIC_EP_LL_BUFFERS,
+                                          NCCLX_EP_LL_BUFFERS_SIZE_V1, "buffers"));
+    if (g->plan.algorithm != NCCLX_EP_ALGO_LL || !g->plan.zero_copy) {
+        return NCCLX_ERROR(ncclxInvalidUsage, "ncclxEpGroupGetLlBuffers: EP group %u %s", g->index,
+                           g->plan.algorithm != NCCLX_EP_ALGO_LL
+                               ? "is HT (ncclxEpGroupGetHtBuffers gives its zero-copy buffers)"
+                               : "was planned without zero_copy (set zero_copy = 1 in its "
+                                 "ncclxEpGroupPlan_t)");
+    }
+    b.tokens = g->zero_copy_tokens;
+    b.scales = g->zero_copy_scales;
+    b.row_bytes = g->dims.zero_copy_row_bytes;
+    b.scale_bytes = g->dims.zero_copy_scale_bytes;
+    b.rows = g->dims.local_experts * g->dims.ranks * g->dims.tokens;
+    ncclx_struct_export(buffers, &b, sizeof(b));
+    return ncclxSuccess;
 }
 
 /* LL kernels read the error word as they go: the clear needs no stream rule. */

@@ -34,6 +34,37 @@ static size_t ncclx_payload_bytes(const ncclxEpGroupPlan_t *g)
     return ncclx_align_up(best, 16);
 }
 
+/* LL zero copy: the largest output token row and scale row over the enabled recipes and
+ * dtypes (a call views the rows as [L, R*T] rows of its own sizes, which are at most these). */
+static void ncclx_zero_copy_rows(const ncclxEpGroupPlan_t *g, ncclx_ep_dims_t *d)
+{
+    size_t row = 0, scale = 0;
+    d->zero_copy_row_bytes = d->zero_copy_scale_bytes = 0;
+    if (!g->zero_copy) {
+        return;
+    }
+    if (g->recipes & NCCLX_EP_RECIPE_NONE) {
+        for (int t = 0; t < NCCLX_NUM_DATA_TYPES; t++) {
+            const size_t bytes = (size_t)g->hidden * ncclx_dtype_bits((ncclxDataType_t)t) / 8;
+            if ((g->token_dtypes & NCCLX_DTYPE_BIT(t)) && bytes > row) {
+                row = bytes;
+            }
+        }
+    }
+    if ((g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) && g->max_token_bytes > row) {
+        row = g->max_token_bytes;
+    }
+    if ((g->recipes & NCCLX_EP_RECIPE_QUANT_FWD) && g->max_scale_bytes > scale) {
+        scale = g->max_scale_bytes;
+    }
+    if (g->recipes & NCCLX_EP_RECIPE_FP8) {
+        row = g->hidden > row ? g->hidden : row; /* E4M3 */
+        scale = (size_t)g->hidden / 128 * 4 > scale ? (size_t)g->hidden / 128 * 4 : scale;
+    }
+    d->zero_copy_row_bytes = row;
+    d->zero_copy_scale_bytes = scale;
+}
+
 /* Carves one piece of a handle: 16-byte aligned. */
 static size_t ncclx_handle_piece(size_t *cursor, size_t bytes)
 {
@@ -155,6 +186,7 @@ ncclxResult_t ncclx_ep_dims_compute(const ncclxEpGroupPlan_t *g, const ncclxTeam
         d->relay_row_bytes = ncclx_align_up(d->payload_bytes + (size_t)d->topk * 8, 16);
         d->partial_bytes = ncclx_align_up((size_t)d->hidden * 4 + (size_t)d->topk * 4, 16);
     }
+    ncclx_zero_copy_rows(g, d);
     d->handle_bytes = ncclx_handle_bytes(d, g, ll);
     return ncclxSuccess;
 }

@@ -166,10 +166,11 @@ static const ncclx_plan_field_t ncclx_group_fields[] = {
     NCCLX_FIELD(ncclxEpGroupPlan_t, sm_budget),
     NCCLX_FIELD(ncclxEpGroupPlan_t, timeout_ns),
     NCCLX_FIELD(ncclxEpGroupPlan_t, overflow_policy),
+    NCCLX_FIELD(ncclxEpGroupPlan_t, zero_copy),
 };
 
 /* A field added to a struct must join its table (and so the comparison). */
-_Static_assert(offsetof(ncclxEpGroupPlan_t, reserved1) + sizeof(uint32_t) ==
+_Static_assert(offsetof(ncclxEpGroupPlan_t, zero_copy) + sizeof(uint32_t) ==
                    sizeof(ncclxEpGroupPlan_t),
                "a new ncclxEpGroupPlan_t field must be added to ncclx_group_fields");
 _Static_assert(offsetof(ncclxPlan_t, reserved1) + sizeof(uint32_t) == sizeof(ncclxPlan_t),

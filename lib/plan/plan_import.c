@@ -212,6 +212,45 @@ static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, u
     return ncclxSuccess;
 }
 
+/* LL zero copy (peers write each dispatch row at its final place in the receiver's symmetric
+ * rows): expert-major rows only; a rank of another load/store domain cannot store there, and a
+ * masked (evicted) rank's late stores could land in rows the receiver already handed out. */
+static ncclxResult_t ncclx_check_zero_copy(const ncclxEpGroupPlan_t *g, uint32_t gi,
+                                           const ncclxTeam_t *team)
+{
+    if (g->zero_copy == 0) {
+        return ncclxSuccess;
+    }
+    if (g->zero_copy > 1) {
+        return GROUP_FIELD_ERROR(gi, "zero_copy", "=%u: must be 0 or 1", g->zero_copy);
+    }
+    if (g->algorithm != NCCLX_EP_ALGO_LL) {
+        return GROUP_FIELD_ERROR(gi, "zero_copy",
+                                 "=%u: an LL field (HT's zero-copy buffers need no plan: "
+                                 "ncclxEpGroupGetHtBuffers); leave 0",
+                                 g->zero_copy);
+    }
+    if (!(g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
+        return GROUP_FIELD_ERROR(gi, "zero_copy",
+                                 "=%u: zero-copy rows are expert-major; layouts=0x%x lacks "
+                                 "NCCLX_EP_LAYOUT_EXPERT_MAJOR",
+                                 g->zero_copy, g->layouts);
+    }
+    if (g->enable_mask) {
+        return GROUP_FIELD_ERROR(gi, "zero_copy",
+                                 "=%u: not with enable_mask (a rank evicted after a timeout "
+                                 "could still store rows into the receivers' zero-copy rows)",
+                                 g->zero_copy);
+    }
+    if (NCCLX_TEAM_MULTI_DOMAIN(team)) {
+        return GROUP_FIELD_ERROR(gi, "zero_copy",
+                                 "=%u: peers store into the zero-copy rows, so the team must be "
+                                 "one load/store domain (team.lsa_size=%u, num_ranks=%u)",
+                                 g->zero_copy, team->lsa_size, team->num_ranks);
+    }
+    return ncclxSuccess;
+}
+
 static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
                                        const ncclxTeam_t *team)
 {
@@ -258,7 +297,7 @@ static ncclxResult_t ncclx_check_group(const ncclxEpGroupPlan_t *g, uint32_t gi,
     if (g->enable_mask > 1) {
         return GROUP_FIELD_ERROR(gi, "enable_mask", "=%u: must be 0 or 1", g->enable_mask);
     }
-    return ncclxSuccess;
+    return ncclx_check_zero_copy(g, gi, team);
 }
 
 /* Features whose fields are defined (and checked above, so that the rules hold when they land)

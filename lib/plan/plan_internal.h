@@ -47,6 +47,8 @@ typedef struct {
     /* HT across load/store domains (nodes > 1), else 0; also 0 for LL groups: */
     size_t relay_row_bytes; /* a16(P + K * 8): a token's row and top-k meta as relayed */
     size_t partial_bytes;   /* a16(H * 4 + K * 4): a node's FP32 partial and weight grads */
+    /* LL with zero_copy, else 0: the largest output token row and scale row of a call. */
+    size_t zero_copy_row_bytes, zero_copy_scale_bytes;
 } ncclx_ep_dims_t;
 
 /* Fixed parts of the state formats (see docs/plan-sizing.md); the message and signal formats
@@ -70,6 +72,10 @@ typedef struct {
     size_t signals;          /* symmetric */
     size_t mask_words;       /* symmetric, LL with enable_mask: clean slots and evicted words */
     size_t dispatch_counts;  /* symmetric, LL expert-major: [2][R][L] int32 rows per local expert */
+    size_t zero_copy_rows;   /* symmetric, LL zero_copy: [L][R][T] output token rows */
+    size_t zero_copy_scales; /* symmetric, LL zero_copy: [L][R][T] output scale rows (or none) */
+    size_t count_boards;     /* symmetric, LL zero_copy: [2][R] boards (ep_ll_wire.h) */
+    size_t zero_copy_starts; /* device, LL zero_copy: [E] int32 this rank's first row per expert */
     size_t state;            /* device */
     size_t decisions;        /* device, LL: [2][R] what this rank concluded about each source */
     size_t mask;             /* device, LL with enable_mask */

@@ -39,16 +39,17 @@ static size_t first_not_poison(const void *p, size_t n)
     return n;
 }
 
-static void download(const ep_run_t *run, ep_rank_t *b)
+static void download(ep_run_t *run, uint32_t r)
 {
+    ep_rank_t *b = &run->r[r];
     const size_t rows = run->out_rows, K = run->c.topk;
     ncclx_ref_rank_dispatch_t *g = &b->got;
     assert_cuda_ok(cudaMemcpy(g->out_counts, b->d_counts, run->counts * sizeof(int32_t),
                               cudaMemcpyDeviceToHost));
-    assert_cuda_ok(
-        cudaMemcpy(g->out_tokens, b->d_out_tokens, rows * run->out_row, cudaMemcpyDeviceToHost));
+    assert_cuda_ok(cudaMemcpy(g->out_tokens, ep_out_tokens(run, r), rows * run->out_row,
+                              cudaMemcpyDeviceToHost));
     if (run->out_scale_row > 0) {
-        assert_cuda_ok(cudaMemcpy(g->out_scales, b->d_out_scales, rows * run->out_scale_row,
+        assert_cuda_ok(cudaMemcpy(g->out_scales, ep_out_scales(run, r), rows * run->out_scale_row,
                                   cudaMemcpyDeviceToHost));
     }
     if (run->c.layout != NCCLX_EP_LAYOUT_RANK_MAJOR) {
@@ -107,7 +108,7 @@ void ep_run_check_dispatch(ep_run_t *run)
             continue;
         }
         ep_rank_t *b = &run->r[r];
-        download(run, b);
+        download(run, r);
         size_t bad = ncclx_ref_dispatch_diff_exact(&run->c, &b->want, &b->got, why, sizeof(why));
         if (bad != 0) {
             case_name(run, name, sizeof(name));
@@ -164,10 +165,10 @@ void ep_run_check_dispatch_untouched(const ep_run_t *run)
         const ncclx_ref_rank_dispatch_t *g = &b->got;
         expect_all_poison(run, r, "out_counts", b->d_counts, g->out_counts,
                           run->counts * sizeof(int32_t));
-        expect_all_poison(run, r, "out_tokens", b->d_out_tokens, g->out_tokens,
+        expect_all_poison(run, r, "out_tokens", ep_out_tokens(run, r), g->out_tokens,
                           rows * run->out_row);
         if (run->out_scale_row > 0) {
-            expect_all_poison(run, r, "out_scales", b->d_out_scales, g->out_scales,
+            expect_all_poison(run, r, "out_scales", ep_out_scales(run, r), g->out_scales,
                               rows * run->out_scale_row);
         }
         if (run->c.layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {

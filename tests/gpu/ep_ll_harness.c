@@ -295,6 +295,49 @@ void ep_run_share_handles(ep_run_t *run, const ep_run_t *other)
     run->own_handles = 0;
 }
 
+void ep_run_zero_copy(ep_run_t *run, uint32_t dispatch_ranks, uint32_t combine_ranks)
+{
+    const ep_team_t *t = run->team;
+    const size_t tokens = run->out_rows * run->out_row, scales = run->out_rows * run->out_scale_row;
+    const size_t expert_out = run->out_rows * run->combine_row;
+    assert_int_equal(run->c.layout, NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
+        ep_rank_t *x = &run->r[r];
+        assert_ncclx_ok(ncclxEpGroupGetLlBuffers(t->group[r], &b));
+        assert_non_null(b.tokens);
+        assert_int_equal(b.rows, run->out_rows); /* L x R x T */
+        x->zc_tokens = b.tokens;
+        x->zc_scales = b.scales;
+        x->zc_token_bytes = (size_t)b.rows * b.row_bytes;
+        x->zc_scale_bytes = b.scales != NULL ? (size_t)b.rows * b.scale_bytes : 0;
+        if ((dispatch_ranks != 0 && (x->zc_token_bytes < tokens || x->zc_scale_bytes < scales)) ||
+            (combine_ranks != 0 && x->zc_token_bytes < expert_out)) {
+            fail_msg("rank %u: zero-copy rows of %llu (scales %llu) bytes x %u cannot hold the "
+                     "case's rows: tokens %zu, scales %zu, expert_out %zu bytes",
+                     r, (unsigned long long)b.row_bytes, (unsigned long long)b.scale_bytes, b.rows,
+                     tokens, scales, expert_out);
+        }
+    }
+    run->zc_dispatch = dispatch_ranks;
+    run->zc_combine = combine_ranks;
+}
+
+void *ep_out_tokens(const ep_run_t *run, uint32_t r)
+{
+    return (run->zc_dispatch >> r) & 1u ? run->r[r].zc_tokens : run->r[r].d_out_tokens;
+}
+
+void *ep_out_scales(const ep_run_t *run, uint32_t r)
+{
+    return (run->zc_dispatch >> r) & 1u ? run->r[r].zc_scales : run->r[r].d_out_scales;
+}
+
+void *ep_expert_out(const ep_run_t *run, uint32_t r)
+{
+    return (run->zc_combine >> r) & 1u ? run->r[r].zc_tokens : run->r[r].d_expert_out;
+}
+
 /* ---- arguments ---- */
 
 ncclxTensor_t ep_tensor(void *data, ncclxDataType_t dtype, uint32_t ndim, int64_t d0, int64_t d1,
@@ -353,14 +396,14 @@ ncclxEpDispatchArgs_t ep_dispatch_args(const ep_run_t *run, uint32_t r, uint32_t
     a.round_scales = c->round_scales;
     a.send_only = send_only;
     a.tokens = ep_tensor(input(run, r, b->d_tokens), c->dtype, 2, nt, H, 0);
-    a.out_tokens = ep_tensor(b->d_out_tokens, fp8 ? NCCLX_FP8_E4M3 : c->dtype, 3, d0, d1, H);
+    a.out_tokens = ep_tensor(ep_out_tokens(run, r), fp8 ? NCCLX_FP8_E4M3 : c->dtype, 3, d0, d1, H);
     if (fp8) {
-        a.out_scales = ep_tensor(b->d_out_scales, NCCLX_FLOAT32, 3, d0, d1, H / 128);
+        a.out_scales = ep_tensor(ep_out_scales(run, r), NCCLX_FLOAT32, 3, d0, d1, H / 128);
     } else if (c->recipe == NCCLX_EP_RECIPE_QUANT_FWD && run->k.scale_elems > 0) {
         a.scales =
             ep_tensor(input(run, r, b->d_scales), run->k.scale_dtype, 2, nt, run->k.scale_elems, 0);
         a.out_scales =
-            ep_tensor(b->d_out_scales, run->k.scale_dtype, 3, d0, d1, run->k.scale_elems);
+            ep_tensor(ep_out_scales(run, r), run->k.scale_dtype, 3, d0, d1, run->k.scale_elems);
     }
     a.out_counts = ep_tensor(b->d_counts, NCCLX_INT32, 1, (int64_t)run->counts, 0, 0);
     if (c->layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {
@@ -380,7 +423,7 @@ ncclxEpCombineArgs_t ep_combine_args(const ep_run_t *run, uint32_t r, uint32_t s
     int64_t d0, d1;
     out_dims(run, &d0, &d1);
     a.send_only = send_only;
-    a.expert_out = ep_tensor(b->d_expert_out, dt, 3, d0, d1, H);
+    a.expert_out = ep_tensor(ep_expert_out(run, r), dt, 3, d0, d1, H);
     if (run->c.layout == NCCLX_EP_LAYOUT_EXPERT_MAJOR) {
         a.topk_weights =
             ep_tensor(input(run, r, b->d_weights), NCCLX_FLOAT32, 2, nt, run->c.topk, 0);
@@ -437,6 +480,14 @@ void ep_run_poison_dispatch(const ep_run_t *run)
         assert_cuda_ok(
             cudaMemsetAsync(b->d_out_idx, 0xff, rows * K * dtype_size(run->k.out_idx_dtype), s));
         assert_cuda_ok(cudaMemsetAsync(b->d_out_weights, 0xff, rows * K * sizeof(float), s));
+        /* Zero copy: the rows peers write into, whether this rank receives in place or not
+         * (its own stream, before its dispatch: peers write them only after it started). */
+        if (b->zc_tokens != NULL) {
+            assert_cuda_ok(cudaMemsetAsync(b->zc_tokens, 0xff, b->zc_token_bytes, s));
+        }
+        if (b->zc_scales != NULL) {
+            assert_cuda_ok(cudaMemsetAsync(b->zc_scales, 0xff, b->zc_scale_bytes, s));
+        }
     }
 }
 
@@ -472,7 +523,17 @@ void ep_run_enqueue_combine(ep_run_t *run, uint32_t send_only)
             continue;
         }
         ncclxEpCombineArgs_t a = ep_combine_args(run, r, send_only);
+        ep_run_stage_expert_out(run, r);
         assert_ncclx_ok(ncclxEpCombine(run->handle[r], &a, t->stream[r]));
+    }
+}
+
+void ep_run_stage_expert_out(const ep_run_t *run, uint32_t r)
+{
+    if ((run->zc_combine >> r) & 1u) {
+        assert_cuda_ok(cudaMemcpyAsync(run->r[r].zc_tokens, run->r[r].d_expert_out,
+                                       run->out_rows * run->combine_row, cudaMemcpyDeviceToDevice,
+                                       run->team->stream[r]));
     }
 }
 

@@ -134,6 +134,10 @@ typedef struct {
     double *want_out;
     uint8_t *got_out, *prev_out;
     int have_prev; /* prev_out holds a combine result of the same inputs */
+    /* Zero copy (ep_run_zero_copy): the rank's rows from ncclxEpGroupGetLlBuffers (NULL
+     * without) and their sizes (rows x row_bytes, rows x scale_bytes). */
+    void *zc_tokens, *zc_scales;
+    size_t zc_token_bytes, zc_scale_bytes;
 } ep_rank_t;
 
 typedef struct {
@@ -147,6 +151,14 @@ typedef struct {
      * rank r (no tokens from it, entries routed to its experts count as -1) and checks skip
      * it.  absent: bit r: rank r enqueues nothing (a dead rank); poison skips it too. */
     uint32_t masked, absent;
+    /* Zero copy (expert-major runs of a group planned with zero_copy, after ep_run_zero_copy;
+     * tests may change both between operations).  zc_dispatch: bit r: rank r's dispatch
+     * receives in place (out_tokens, and out_scales where the case has them, are its zero-copy
+     * rows), else into its own buffers.  zc_combine: bit r: rank r's expert outputs are written
+     * into its zero-copy rows right before each of its combines (ep_run_stage_expert_out, in
+     * stream order, as an expert computing in place writes them) and its combine reads
+     * expert_out there. */
+    uint32_t zc_dispatch, zc_combine;
     ep_rank_t r[EP_MAX_RANKS];
 } ep_run_t;
 
@@ -157,6 +169,17 @@ void ep_run_free(ep_run_t *run);
 void ep_run_fill(ep_run_t *run, const ep_routing_t *routing);
 /** Makes run use other's handles (same layout and topk): ep_run_update reroutes them. */
 void ep_run_share_handles(ep_run_t *run, const ep_run_t *other);
+/** Takes every rank's zero-copy rows (ncclxEpGroupGetLlBuffers: L x R x T rows, each rank's
+ *  own, large enough for the case's out_tokens, out_scales and expert_out) and sets
+ *  run->zc_dispatch and run->zc_combine.  From then on ep_run_poison_dispatch also poisons
+ *  every rank's zero-copy rows, from that rank's stream, whether it receives in place or not. */
+void ep_run_zero_copy(ep_run_t *run, uint32_t dispatch_ranks, uint32_t combine_ranks);
+/** Where rank r's dispatch writes out_tokens / out_scales: its zero-copy rows (zc_dispatch)
+ *  or its own buffers; the checks read them there. */
+void *ep_out_tokens(const ep_run_t *run, uint32_t r);
+void *ep_out_scales(const ep_run_t *run, uint32_t r);
+/** Where rank r's combine reads expert_out: its zero-copy rows (zc_combine) or its buffer. */
+void *ep_expert_out(const ep_run_t *run, uint32_t r);
 
 /* ---- building arguments ---- */
 
@@ -176,8 +199,12 @@ void ep_run_destroy(ep_run_t *run);
 void ep_run_poison_dispatch(const ep_run_t *run);
 void ep_run_poison_combine(const ep_run_t *run);
 void ep_run_enqueue_dispatch(ep_run_t *run, uint32_t send_only);
+/** Combine on every rank; a zc_combine rank's expert outputs are staged first. */
 void ep_run_enqueue_combine(ep_run_t *run, uint32_t send_only);
 void ep_run_enqueue_complete(ep_run_t *run);
+/** zc_combine: copies rank r's expert outputs (the rows ep_run_fill uploaded) into its
+ *  zero-copy rows on its stream (capturable); nothing for another rank. */
+void ep_run_stage_expert_out(const ep_run_t *run, uint32_t r);
 
 /** One whole case on team t: allocate, create, dispatch and combine twice (checked), then new
  *  data rerouted through ncclxEpHandleUpdate and the same again; nothing may allocate after

@@ -385,6 +385,16 @@ static void expected_ht_buffers(void *s)
     *(ncclxEpHtBuffers_t *)s = b;
 }
 
+/* The struct is checked before the group: an HT group is refused after it. */
+static void make_ll_buffers(void *s)
+{
+    *(ncclxEpLlBuffers_t *)s = (ncclxEpLlBuffers_t)NCCLX_EP_LL_BUFFERS_INIT;
+}
+static ncclxResult_t call_ll_buffers(void *s)
+{
+    return ncclxEpGroupGetLlBuffers(&abi.ht_group, s);
+}
+
 /* global_expert_ids=2 (the last v1 field) is refused by the config check, before any launch. */
 static void make_handle_state(void *s)
 {
@@ -481,6 +491,8 @@ static const abi_probe_t abi_probes[] = {
      "ncclxEpHandleGetLayout: info->recv_total.dtype=2 is not allowed", NULL, 0},
     {NCCLX_MAGIC_EP_HT_BUFFERS, "ncclxEpGroupGetHtBuffers", "buffers", make_ht_buffers,
      call_ht_buffers, ncclxSuccess, NULL, expected_ht_buffers, 0},
+    {NCCLX_MAGIC_EP_LL_BUFFERS, "ncclxEpGroupGetLlBuffers", "buffers", make_ll_buffers,
+     call_ll_buffers, ncclxInvalidUsage, "ncclxEpGroupGetLlBuffers: EP group 1 is HT", NULL, 0},
     {NCCLX_MAGIC_EP_HANDLE_STATE, "ncclxEpHandleImport", "state", make_handle_state,
      call_handle_import, ncclxInvalidArgument, "config->global_expert_ids=2", NULL, 0},
     {NCCLX_MAGIC_M2N_TENSOR, "ncclxM2nReshard", "src", make_m2n_tensor, call_m2n_src,

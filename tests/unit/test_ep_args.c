@@ -191,6 +191,78 @@ static void test_early_recv(void **state)
     }
 }
 
+/* Zero copy (a group planned with zero_copy): an expert-major dispatch stores its rows straight
+ * into the receivers' zero-copy rows; it receives in place when out_tokens / out_scales are
+ * exactly this rank's zero-copy rows and copies once more otherwise.  Inputs inside the rows
+ * (peers write them during the dispatch) and outputs that start inside them anywhere but their
+ * first row are refused, naming the argument; rank-major handles and groups without zero_copy
+ * are untouched. */
+static void test_zero_copy(void **state)
+{
+    (void)state;
+    static const uint32_t recipes[] = {NONE, FP8, QUANT};
+    fixture_t f;
+    ncclx_ep_ll_dispatch_desc_t d;
+    make_fixture(&f, EM);
+    f.group.plan.zero_copy = 1;
+    replan(&f);
+    /* Rows of 512 bytes (BF16, the largest row), scale rows of 16 (QUANT_FWD's 4 floats). */
+    assert_int_equal(f.group.dims.zero_copy_row_bytes, H * 2);
+    assert_int_equal(f.group.dims.zero_copy_scale_bytes, SC * 4);
+    f.group.desc.zero_copy = 1;
+    f.group.zero_copy_tokens = PTR(20);
+    f.group.zero_copy_scales = PTR(21);
+    for (int r = 0; r < 3; r++) {
+        const int scaled = recipes[r] != NONE;
+        ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.zero_copy, 1);
+        assert_int_equal(d.copy_rows, 1);
+        assert_int_equal(d.copy_scales, scaled);
+        a.out_tokens.data = PTR(20);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.copy_rows, 0);
+        assert_int_equal(d.copy_scales, scaled);
+        if (scaled) {
+            a.out_scales.data = PTR(21);
+            assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+            assert_int_equal(d.copy_scales, 0);
+            /* A scale view one row in. */
+            a.out_scales.data = (char *)PTR(21) + SC * 4;
+            memset(&d, 0x5a, sizeof(d));
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->out_scales starts inside the group's zero-copy rows");
+            a.out_scales.data = PTR(4);
+        }
+        /* A row view one row in, and the tokens inside the rows. */
+        a.out_tokens.data = (char *)PTR(20) + H * 2;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->out_tokens starts inside the group's zero-copy rows");
+        a.out_tokens.data = PTR(20);
+        a.tokens.data = (char *)PTR(20) + 4096;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->tokens lies in the group's zero-copy rows");
+        a.tokens.data = PTR(1);
+        if (recipes[r] == QUANT) {
+            a.scales.data = PTR(21);
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->scales lies in the group's zero-copy rows");
+        }
+    }
+    /* Rank-major handles of the group, and groups without zero_copy, take the receive area. */
+    fixture_t rm;
+    make_fixture(&rm, RM);
+    rm.group = f.group;
+    rm.handle.group = &rm.group;
+    ncclxEpDispatchArgs_t a = valid_dispatch(&rm, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.zero_copy, 0);
+    f.group.desc.zero_copy = 0;
+    a = valid_dispatch(&f, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.copy_rows + d.copy_scales, 0);
+}
+
 /* QUANT_FWD takes any planned dtype (FLOAT16 rows within max_token_bytes), scales of any
  * dtype and size up to max_scale_bytes, or none at all. */
 static void test_valid_quant_fwd_variants(void **state)
@@ -826,6 +898,7 @@ int main(void)
         cmocka_unit_test(test_wait_in_send),
         cmocka_unit_test(test_reduce_in_send),
         cmocka_unit_test(test_early_recv),
+        cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_valid_quant_fwd_variants),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_op_word_fields),

@@ -87,7 +87,7 @@ static const field_t group_rows[] = {
     PAD(ncclxEpGroupPlan_t, sm_budget, timeout_ns),
     ROW(ncclxEpGroupPlan_t, timeout_ns, SHARED),
     ROW(ncclxEpGroupPlan_t, overflow_policy, SHARED),
-    ROW(ncclxEpGroupPlan_t, reserved1, IMPORTED),
+    ROW(ncclxEpGroupPlan_t, zero_copy, SHARED),
 };
 
 #define COUNT(table) (sizeof(table) / sizeof((table)[0]))
@@ -289,8 +289,8 @@ static void walk_every_field(uint32_t num_groups)
             }
         }
     }
-    /* 3 team + 3 plan fields (16 bytes), 17 group fields (72 bytes) per group. */
-    assert_int_equal(shared_bytes, 12 + 16 + (size_t)num_groups * 72);
+    /* 3 team + 3 plan fields (16 bytes), 18 group fields (76 bytes) per group. */
+    assert_int_equal(shared_bytes, 12 + 16 + (size_t)num_groups * 76);
     /* Group slots past num_groups are not part of the plan. */
     if (num_groups < NCCLX_MAX_EP_GROUPS) {
         memcpy(b, a, sizeof(*a));

@@ -151,6 +151,9 @@ static const field_case_t cases[] = {
     {"LL overflow_policy=2", BASE_LL, GROUP(overflow_policy), 2, "an HT feature"},
     {"HT enable_mask=1", BASE_HT, GROUP(enable_mask), 1, "LL feature"},
     {"LL enable_mask=2", BASE_LL, GROUP(enable_mask), 2, "must be 0 or 1"},
+    {"LL zero_copy=1 with enable_mask", BASE_LL, GROUP(zero_copy), 1, "not with enable_mask"},
+    {"LL zero_copy=2", BASE_LL, GROUP(zero_copy), 2, "must be 0 or 1"},
+    {"HT zero_copy=1", BASE_HT, GROUP(zero_copy), 1, "an LL field"},
     {"LL expert_alignment=2", BASE_LL, GROUP(expert_alignment), 2, "HT expert-major"},
     {"LL expert_alignment=1 ok", BASE_LL, GROUP(expert_alignment), 1, VALID},
     {"HT expert_alignment=1025", BASE_HT, GROUP(expert_alignment), 1025, "outside [0, 1024]"},
@@ -288,6 +291,37 @@ static void test_field_case(void **state)
     snprintf(needle, sizeof(needle), "%s%s=", prefix[c->target], c->field);
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, needle);
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, c->reason);
+}
+
+/* LL zero copy: accepted on an expert-major LL group without a mask inside one load/store
+ * domain, with its rows sized L x R x T (plus the count boards); refused, naming the field and
+ * why, with rank-major rows only and across load/store domains. */
+static void test_zero_copy_plans(void **state)
+{
+    fixture_t f;
+    ncclxPlanSizes_t off = NCCLX_PLAN_SIZES_INIT, on = NCCLX_PLAN_SIZES_INIT;
+    (void)state;
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].enable_mask = 0;
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &off));
+    f.groups[0].zero_copy = 1;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &on));
+    /* BF16 rows (the largest NONE row: FP4 is smaller) and FP8 scale rows, 32 experts x 8
+     * ranks x 128 tokens, and two parities of 8 boards of 16 + 256 x 4 bytes. */
+    const size_t rows = (size_t)32 * 8 * 128;
+    const size_t extra = rows * 7168 * 2 + rows * (7168 / 128 * 4) + 2 * 8 * (16 + 256 * 4);
+    assert_true(on.total[NCCLX_MEM_SYMMETRIC] >= off.total[NCCLX_MEM_SYMMETRIC] + extra);
+    assert_true(on.total[NCCLX_MEM_SYMMETRIC] <= off.total[NCCLX_MEM_SYMMETRIC] + extra + 4096);
+    assert_int_equal(on.total[NCCLX_MEM_DEVICE] - off.total[NCCLX_MEM_DEVICE] >= 256 * 4, 1);
+    f.groups[0].layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->zero_copy=1: zero-copy rows are expert-major");
+    f.groups[0].layouts = NCCLX_EP_LAYOUT_EXPERT_MAJOR;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 4;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "the team must be one load/store domain (team.lsa_size=4, num_ranks=8)");
 }
 
 static void test_valid_plans(void **state)
@@ -762,17 +796,12 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_quant_fwd_bounds_ll),
-        cmocka_unit_test(test_valid_plans),
-        cmocka_unit_test(test_ht_across_domains_rules),
-        cmocka_unit_test(test_m2n_plan_rules),
-        cmocka_unit_test(test_mxfp8_plan_rules),
-        cmocka_unit_test(test_second_group_named),
-        cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),
-        cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_rows_limit),
-        cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_quant_fwd_bounds_ll), cmocka_unit_test(test_valid_plans),
+        cmocka_unit_test(test_zero_copy_plans),     cmocka_unit_test(test_ht_across_domains_rules),
+        cmocka_unit_test(test_m2n_plan_rules),      cmocka_unit_test(test_mxfp8_plan_rules),
+        cmocka_unit_test(test_second_group_named),  cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),          cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),     cmocka_unit_test(test_sizes_untouched_on_error),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
