@@ -369,6 +369,28 @@ __device__ __forceinline__ unsigned long long read_source_signal(const ncclx_ep_
     return ld_acquire_sys(source_signal(g, dir, s, op));
 }
 
+// The deadline of a wait of a group without a mask, checked once per 1024 spins: false once the
+// group is halted, or timeout_ns after the first check (reported as a timeout, which halts
+// the group); start begins at 0.
+__device__ __forceinline__ bool unmasked_wait_goes_on(const ncclx_ep_ll_group_desc_t &g,
+                                                      unsigned spins, unsigned long long &start)
+{
+    if ((spins & 1023) != 0) {
+        return true;
+    }
+    const unsigned long long now = globaltimer();
+    if (group_halted(g)) {
+        return false;
+    }
+    if (start == 0) {
+        start = now;
+    } else if (now - start > g.timeout_ns) {
+        report_error(g, kErrorTimeout);
+        return false;
+    }
+    return true;
+}
+
 // wait_source for a group without a mask.  Only a timeout can make threads see different
 // things, and a timeout halts the group (its results are undefined from then on and every
 // later call says so), so each thread goes by the signal it reads: no decision word, no
@@ -390,17 +412,8 @@ __device__ __forceinline__ int wait_source_unmasked(const ncclx_ep_ll_group_desc
             }
             return (int)ncclx_ep_signal_count(v);
         }
-        if ((spins & 1023) == 0) {
-            const unsigned long long now = globaltimer();
-            if (group_halted(g)) {
-                return -1;
-            }
-            if (start == 0) {
-                start = now;
-            } else if (now - start > g.timeout_ns) {
-                report_error(g, kErrorTimeout);
-                return -1;
-            }
+        if (!unmasked_wait_goes_on(g, spins, start)) {
+            return -1;
         }
     }
 }

@@ -222,17 +222,8 @@ __device__ __forceinline__ bool wait_board(const ncclx_ep_ll_group_desc_t &g, co
             }
             return true;
         }
-        if ((spins & 1023) == 0) {
-            const unsigned long long now = globaltimer();
-            if (group_halted(g)) {
-                return false;
-            }
-            if (start == 0) {
-                start = now;
-            } else if (now - start > g.timeout_ns) {
-                report_error(g, kErrorTimeout);
-                return false;
-            }
+        if (!unmasked_wait_goes_on(g, spins, start)) {
+            return false;
         }
     }
 }
