@@ -212,6 +212,18 @@ static void test_zero_copy(void **state)
     f.group.desc.zero_copy = 1;
     f.group.zero_copy_tokens = PTR(20);
     f.group.zero_copy_scales = PTR(21);
+    /* The rows as ncclxEpGroupGetLlBuffers gives them; refused on a group without zero_copy. */
+    ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
+    assert_ncclx_ok(ncclxEpGroupGetLlBuffers(&f.group, &b));
+    assert_ptr_equal(b.tokens, PTR(20));
+    assert_ptr_equal(b.scales, PTR(21));
+    assert_int_equal(b.row_bytes, H * 2);
+    assert_int_equal(b.scale_bytes, SC * 4);
+    assert_int_equal(b.rows, L * R * T);
+    f.group.plan.zero_copy = 0;
+    assert_ncclx_error(ncclxEpGroupGetLlBuffers(&f.group, &b), ncclxInvalidUsage,
+                       "was planned without zero_copy");
+    f.group.plan.zero_copy = 1;
     for (int r = 0; r < 3; r++) {
         const int scaled = recipes[r] != NONE;
         ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
