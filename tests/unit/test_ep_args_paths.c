@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright (c) 2026 The libncclx authors.
+ *
+ * Which kernels a valid LL dispatch or combine takes (lib/ep/ep_ll_args.c), on the fixture of
+ * ep_ll_args_fixture.h, without a GPU: the dispatch's wait in the send's last block, the small
+ * combine reduced there, the receive launched early, and the zero-copy dispatch (in place or
+ * with one more copy, and its refusals).  The argument checks themselves are
+ * tests/unit/test_ep_args.c.
+ */
+#include "ep_ll_args_fixture.h"
+
+/* The dispatch's wait moves into the send's last block only where that cannot block or
+ * slow the send: not send_only (its send must end without waiting for peers), not across
+ * load/store domains (the network kernel enqueued after the send signals remote ranks, so a
+ * send that waited would never see them), not past one block's threads (one per source). */
+static void test_wait_in_send(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f;
+        ncclx_ep_ll_dispatch_desc_t d;
+        make_fixture(&f, layouts[l]);
+        f.group.desc.ranks = R;
+        ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 1);
+        a.send_only = 1;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        a.send_only = 0;
+        f.group.desc.net.kind = NCCLX_NET_EMULATED;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_GIN;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_NONE;
+        f.group.desc.ranks = NCCLX_EP_THREADS;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 1);
+        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.wait_in_send, 0);
+    }
+}
+
+/* A combine is reduced by its send's last block under the dispatch's conditions (not send_only,
+ * one load/store domain, at most one block's threads of ranks), and only while its receive is at
+ * most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS (token, 256-element) units, counted with a partial unit
+ * as a whole one: at hidden 1024 (4 units a token) 8 tokens are; at hidden 1032 (5 units) 6 are
+ * and 7 are not; 0 tokens are (the block still waits for every source). */
+static void test_reduce_in_send(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    static const struct {
+        uint32_t hidden;
+        int num_tokens, want;
+    } sizes[] = {{H, 0, 1}, {1024, T, 1}, {1032, 6, 1}, {1032, 7, 0}};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f;
+        ncclx_ep_ll_combine_desc_t c;
+        make_fixture(&f, layouts[l]);
+        f.group.desc.ranks = R;
+        ncclxEpCombineArgs_t a = valid_combine(&f);
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 1);
+        a.send_only = 1;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        a.send_only = 0;
+        f.group.desc.net.kind = NCCLX_NET_EMULATED;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_GIN;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.net.kind = NCCLX_NET_NONE;
+        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
+        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+        assert_int_equal(c.reduce_in_send, 0);
+        f.group.desc.ranks = NCCLX_EP_THREADS;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            f.group.plan.hidden = sizes[i].hidden;
+            replan(&f);
+            f.handle.desc.num_tokens = sizes[i].num_tokens;
+            a = valid_combine(&f);
+            a.expert_out.shape[2] = a.out.shape[1] = sizes[i].hidden;
+            memset(&c, 0x5a, sizeof(c));
+            assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+            assert_int_equal(c.reduce_in_send, sizes[i].want);
+        }
+    }
+}
+
+/* The receive kernel is launched early (a programmatic dependent of the send, early_recv) only
+ * when it follows the send at once and the rank has its GPU to itself: a dispatch that waits in
+ * its send, a combine that is not reduced there, both only with the group's early_launch (never
+ * on a loopback team of several ranks, whose peers' kernels need the SMs). */
+static void test_early_recv(void **state)
+{
+    (void)state;
+    static const uint32_t layouts[] = {EM, RM};
+    for (int l = 0; l < 2; l++) {
+        fixture_t f, fc;
+        ncclx_ep_ll_dispatch_desc_t d;
+        ncclx_ep_ll_combine_desc_t c;
+        make_fixture(&f, layouts[l]);
+        make_fixture(&fc, layouts[l]);
+        f.group.desc.ranks = fc.group.desc.ranks = R;
+        fc.group.plan.hidden = 1032; /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+        replan(&fc);
+        for (int alone = 0; alone < 2; alone++) {
+            f.group.desc.early_launch = fc.group.desc.early_launch = alone;
+            for (uint32_t send_only = 0; send_only < 2; send_only++) {
+                ncclxEpDispatchArgs_t da = valid_dispatch(&f, NONE);
+                da.send_only = send_only;
+                assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &da, &d));
+                assert_int_equal(d.early_recv, alone && !send_only);
+                for (int tokens = 6; tokens <= 7; tokens++) {
+                    fc.handle.desc.num_tokens = tokens;
+                    ncclxEpCombineArgs_t ca = valid_combine(&fc);
+                    ca.send_only = send_only;
+                    ca.expert_out.shape[2] = ca.out.shape[1] = 1032;
+                    assert_ncclx_ok(ncclx_ep_combine_desc(&fc.handle, &ca, &c));
+                    assert_int_equal(c.reduce_in_send, !send_only && tokens == 6);
+                    assert_int_equal(c.early_recv, alone && !send_only && tokens == 7);
+                    /* Across load/store domains the network kernels come between. */
+                    fc.group.desc.net.kind = NCCLX_NET_EMULATED;
+                    assert_ncclx_ok(ncclx_ep_combine_desc(&fc.handle, &ca, &c));
+                    assert_int_equal(c.early_recv, 0);
+                    fc.group.desc.net.kind = NCCLX_NET_NONE;
+                }
+                f.group.desc.net.kind = NCCLX_NET_GIN;
+                assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &da, &d));
+                assert_int_equal(d.early_recv, 0);
+                f.group.desc.net.kind = NCCLX_NET_NONE;
+            }
+        }
+    }
+}
+
+/* Zero copy (a group planned with zero_copy): an expert-major dispatch stores its rows straight
+ * into the receivers' zero-copy rows; it receives in place when out_tokens / out_scales are
+ * exactly this rank's zero-copy rows and copies once more otherwise.  Inputs inside the rows
+ * (peers write them during the dispatch) and outputs that start inside them anywhere but their
+ * first row are refused, naming the argument; rank-major handles and groups without zero_copy
+ * are untouched. */
+static void test_zero_copy(void **state)
+{
+    (void)state;
+    static const uint32_t recipes[] = {NONE, FP8, QUANT};
+    fixture_t f;
+    ncclx_ep_ll_dispatch_desc_t d;
+    make_fixture(&f, EM);
+    f.group.plan.zero_copy = 1;
+    replan(&f);
+    /* Rows of 512 bytes (BF16, the largest row), scale rows of 16 (QUANT_FWD's 4 floats). */
+    assert_int_equal(f.group.dims.zero_copy_row_bytes, H * 2);
+    assert_int_equal(f.group.dims.zero_copy_scale_bytes, SC * 4);
+    f.group.desc.zero_copy = 1;
+    f.group.zero_copy_tokens = PTR(20);
+    f.group.zero_copy_scales = PTR(21);
+    /* The rows as ncclxEpGroupGetLlBuffers gives them; refused on a group without zero_copy. */
+    ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
+    assert_ncclx_ok(ncclxEpGroupGetLlBuffers(&f.group, &b));
+    assert_ptr_equal(b.tokens, PTR(20));
+    assert_ptr_equal(b.scales, PTR(21));
+    assert_int_equal(b.row_bytes, H * 2);
+    assert_int_equal(b.scale_bytes, SC * 4);
+    assert_int_equal(b.rows, L * R * T);
+    f.group.plan.zero_copy = 0;
+    assert_ncclx_error(ncclxEpGroupGetLlBuffers(&f.group, &b), ncclxInvalidUsage,
+                       "was planned without zero_copy");
+    f.group.plan.zero_copy = 1;
+    for (int r = 0; r < 3; r++) {
+        const int scaled = recipes[r] != NONE;
+        ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.zero_copy, 1);
+        assert_int_equal(d.copy_rows, 1);
+        assert_int_equal(d.copy_scales, scaled);
+        a.out_tokens.data = PTR(20);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+        assert_int_equal(d.copy_rows, 0);
+        assert_int_equal(d.copy_scales, scaled);
+        if (scaled) {
+            a.out_scales.data = PTR(21);
+            assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+            assert_int_equal(d.copy_scales, 0);
+            /* A scale view one row in. */
+            a.out_scales.data = (char *)PTR(21) + SC * 4;
+            memset(&d, 0x5a, sizeof(d));
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->out_scales starts inside the group's zero-copy rows");
+            a.out_scales.data = PTR(4);
+        }
+        /* A row view one row in, and the tokens inside the rows. */
+        a.out_tokens.data = (char *)PTR(20) + H * 2;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->out_tokens starts inside the group's zero-copy rows");
+        a.out_tokens.data = PTR(20);
+        a.tokens.data = (char *)PTR(20) + 4096;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->tokens lies in the group's zero-copy rows");
+        a.tokens.data = PTR(1);
+        if (recipes[r] == QUANT) {
+            a.scales.data = PTR(21);
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->scales lies in the group's zero-copy rows");
+        }
+    }
+    /* Rank-major handles of the group, and groups without zero_copy, take the receive area. */
+    fixture_t rm;
+    make_fixture(&rm, RM);
+    rm.group = f.group;
+    rm.handle.group = &rm.group;
+    ncclxEpDispatchArgs_t a = valid_dispatch(&rm, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.zero_copy, 0);
+    f.group.desc.zero_copy = 0;
+    a = valid_dispatch(&f, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.copy_rows + d.copy_scales, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wait_in_send),
+        cmocka_unit_test(test_reduce_in_send),
+        cmocka_unit_test(test_early_recv),
+        cmocka_unit_test(test_zero_copy),
+    };
+    return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
+}
