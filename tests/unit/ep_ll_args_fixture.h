@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright (c) 2026 The libncclx authors.
  *
- * The LL argument tests' fixture (tests/unit/test_ep_args.c, test_ep_entry.c): a group and a
- * handle built from a plan without a GPU, and valid dispatch and combine arguments for them.
- * The shapes are chosen so that no two expected sizes coincide (L = 6 local experts, R = 4
- * ranks, T = 8 tokens per rank, a handle of N = 5 tokens, K = 2, R * T = 32): a check that
- * compares against the wrong dimension fails a row.
+ * The LL argument tests' fixture (tests/unit/test_ep_args.c, test_ep_args_paths.c,
+ * test_ep_entry.c): a group and a handle built from a plan without a GPU, and valid dispatch and
+ * combine arguments for them. The shapes are chosen so that no two expected sizes coincide (L = 6
+ * local experts, R = 4 ranks, T = 8 tokens per rank, a handle of N = 5 tokens, K = 2, R * T = 32):
+ * a check that compares against the wrong dimension fails a row.
  */
 #ifndef NCCLX_TEST_EP_LL_ARGS_FIXTURE_H_
 #define NCCLX_TEST_EP_LL_ARGS_FIXTURE_H_
