@@ -9,6 +9,8 @@
 #ifndef NCCLX_KERNELS_DEV_SYNC_CUH_
 #define NCCLX_KERNELS_DEV_SYNC_CUH_
 
+#include "dev_consts.cuh" /* kErrorTimeout */
+#include "dev_error.cuh"  /* report_error */
 #include "dev_state.h"
 
 namespace ncclx
@@ -61,6 +63,29 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
         __threadfence();
     }
     return is_last;
+}
+
+// The deadline of a bounded wait, checked once per 1024 spins: false once halted(g) says the
+// group has stopped, or timeout_ns after the first check (reported as a timeout); start begins
+// at 0.  G: a descriptor with timeout_ns, status and state->error (LL, HT).
+template <typename G, typename Halted>
+__device__ __forceinline__ bool wait_deadline_goes_on(const G &g, Halted halted, unsigned spins,
+                                                      unsigned long long &start)
+{
+    if ((spins & 1023) != 0) {
+        return true;
+    }
+    const unsigned long long now = globaltimer();
+    if (halted(g)) {
+        return false;
+    }
+    if (start == 0) {
+        start = now;
+    } else if (now - start > g.timeout_ns) {
+        report_error(g, kErrorTimeout);
+        return false;
+    }
+    return true;
 }
 
 } // namespace ncclx

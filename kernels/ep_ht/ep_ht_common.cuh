@@ -98,20 +98,7 @@ __device__ __forceinline__ bool halted(const ncclx_ep_ht_group_desc_t &g)
 __device__ __forceinline__ bool wait_goes_on(const ncclx_ep_ht_group_desc_t &g, unsigned spins,
                                              unsigned long long &start)
 {
-    if ((spins & 1023) != 0) {
-        return true;
-    }
-    const unsigned long long now = globaltimer();
-    if (halted(g)) {
-        return false;
-    }
-    if (start == 0) {
-        start = now;
-    } else if (now - start > g.timeout_ns) {
-        report_error(g, kErrorTimeout);
-        return false;
-    }
-    return true;
+    return wait_deadline_goes_on(g, halted, spins, start);
 }
 
 // Whether the group does nothing now: a wait timed out (for good), or a routing overflowed

@@ -375,20 +375,7 @@ __device__ __forceinline__ unsigned long long read_source_signal(const ncclx_ep_
 __device__ __forceinline__ bool unmasked_wait_goes_on(const ncclx_ep_ll_group_desc_t &g,
                                                       unsigned spins, unsigned long long &start)
 {
-    if ((spins & 1023) != 0) {
-        return true;
-    }
-    const unsigned long long now = globaltimer();
-    if (group_halted(g)) {
-        return false;
-    }
-    if (start == 0) {
-        start = now;
-    } else if (now - start > g.timeout_ns) {
-        report_error(g, kErrorTimeout);
-        return false;
-    }
-    return true;
+    return wait_deadline_goes_on(g, group_halted, spins, start);
 }
 
 // wait_source for a group without a mask.  Only a timeout can make threads see different
