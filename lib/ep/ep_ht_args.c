@@ -16,13 +16,6 @@
 #define FLOAT_TOKENS (BIT(NCCLX_BFLOAT16) | BIT(NCCLX_FLOAT16) | BIT(NCCLX_FLOAT32))
 #define ALL_DTYPES   ((1u << NCCLX_NUM_DATA_TYPES) - 1u)
 
-/* Whether t's data lies in [base, base + bytes). */
-static int ncclx_ht_inside(const ncclxTensor_t *t, const char *base, size_t bytes)
-{
-    const char *p = t->data;
-    return base != NULL && p >= base && p < base + bytes;
-}
-
 /* Whether rows [a, a + a_rows * a_row) and [b, b + b_rows * b_row) share a byte. */
 static int ncclx_ht_overlap(const void *a, size_t a_rows, size_t a_row, const void *b,
                             size_t b_rows, size_t b_row)
@@ -204,18 +197,18 @@ ncclxResult_t ncclx_ep_ht_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxE
     NCCLX_CHECK(ncclx_ht_check_weights(h, a, &d));
     d.tokens = a->tokens.data;
     d.out_tokens = a->out_tokens.data;
-    if (ncclx_ht_inside(&a->tokens, g->ht_dispatch_rows,
-                        (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
-        ncclx_ht_inside(&a->tokens, g->ht_combine_rows,
-                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+    if (ncclx_tensor_starts_in(&a->tokens, g->ht_dispatch_rows,
+                               (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
+        ncclx_tensor_starts_in(&a->tokens, g->ht_combine_rows,
+                               (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->tokens lies in the group's own buffers "
                            "(ncclxEpGroupGetHtBuffers), which peers write during the dispatch: "
                            "copy the tokens elsewhere first");
     }
     /* Zero copy: out_tokens is this rank's dispatch rows, row for row. */
-    if (ncclx_ht_inside(&a->out_tokens, g->ht_dispatch_rows,
-                        (size_t)g->dims.recv_slots * g->dims.payload_bytes)) {
+    if (ncclx_tensor_starts_in(&a->out_tokens, g->ht_dispatch_rows,
+                               (size_t)g->dims.recv_slots * g->dims.payload_bytes)) {
         if (a->out_tokens.data != g->ht_dispatch_rows || d.row_bytes != g->dims.payload_bytes ||
             d.scale_bytes != 0) {
             return NCCLX_ERROR(ncclxInvalidArgument,
@@ -336,17 +329,17 @@ ncclxResult_t ncclx_ep_ht_combine_desc(const ncclx_ep_handle_t *h, const ncclxEp
     d.expert_out = a->expert_out.data;
     d.out = a->out.data;
     d.dtype = (int)a->expert_out.dtype;
-    if (ncclx_ht_inside(&a->out, g->ht_dispatch_rows,
-                        (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
-        ncclx_ht_inside(&a->out, g->ht_combine_rows,
-                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+    if (ncclx_tensor_starts_in(&a->out, g->ht_dispatch_rows,
+                               (size_t)g->dims.recv_slots * g->dims.payload_bytes) ||
+        ncclx_tensor_starts_in(&a->out, g->ht_combine_rows,
+                               (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpCombine: args->out lies in the group's own buffers "
                            "(ncclxEpGroupGetHtBuffers), which peers read during the combine");
     }
     /* Zero copy: expert_out is this rank's combine rows, row for row. */
-    if (ncclx_ht_inside(&a->expert_out, g->ht_combine_rows,
-                        (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
+    if (ncclx_tensor_starts_in(&a->expert_out, g->ht_combine_rows,
+                               (size_t)g->dims.recv_slots * g->dims.combine_slot_bytes)) {
         if (a->expert_out.data != g->ht_combine_rows || d.row_bytes != g->dims.combine_slot_bytes) {
             return NCCLX_ERROR(ncclxInvalidArgument,
                                "ncclxEpCombine: args->expert_out points into the group's combine "

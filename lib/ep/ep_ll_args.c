@@ -179,13 +179,6 @@ static int ncclx_ll_receive_in_send(const ncclx_ep_handle_t *h, uint32_t send_on
            h->group->desc.ranks <= NCCLX_EP_THREADS;
 }
 
-/* Whether t's first byte lies in [base, base + bytes). */
-static int ncclx_ll_inside(const ncclxTensor_t *t, const char *base, size_t bytes)
-{
-    const char *p = t->data;
-    return base != NULL && p != NULL && p >= base && p < base + bytes;
-}
-
 /* Zero copy (an expert-major dispatch of a group planned with zero_copy): peers store the rows
  * into this rank's zero-copy rows during the dispatch, so the input may not lie there, and an
  * output there must be exactly them (a view shifted by a row would receive rows half-written);
@@ -201,30 +194,32 @@ static ncclxResult_t ncclx_ll_zero_copy_desc(const ncclx_ep_handle_t *h,
     if (!g->desc.zero_copy || !h->desc.expert_major) {
         return ncclxSuccess;
     }
-    if (ncclx_ll_inside(&a->tokens, g->zero_copy_tokens, row_area) ||
-        ncclx_ll_inside(&a->tokens, g->zero_copy_scales, scale_area) ||
-        ncclx_ll_inside(&a->scales, g->zero_copy_tokens, row_area) ||
-        ncclx_ll_inside(&a->scales, g->zero_copy_scales, scale_area)) {
-        return NCCLX_ERROR(ncclxInvalidArgument,
-                           "ncclxEpDispatch: args->%s lies in the group's zero-copy rows "
-                           "(ncclxEpGroupGetLlBuffers), which peers write during the dispatch: "
-                           "copy it elsewhere first",
-                           ncclx_ll_inside(&a->tokens, g->zero_copy_tokens, row_area) ||
-                                   ncclx_ll_inside(&a->tokens, g->zero_copy_scales, scale_area)
-                               ? "tokens"
-                               : "scales");
+    if (ncclx_tensor_starts_in(&a->tokens, g->zero_copy_tokens, row_area) ||
+        ncclx_tensor_starts_in(&a->tokens, g->zero_copy_scales, scale_area) ||
+        ncclx_tensor_starts_in(&a->scales, g->zero_copy_tokens, row_area) ||
+        ncclx_tensor_starts_in(&a->scales, g->zero_copy_scales, scale_area)) {
+        return NCCLX_ERROR(
+            ncclxInvalidArgument,
+            "ncclxEpDispatch: args->%s lies in the group's zero-copy rows "
+            "(ncclxEpGroupGetLlBuffers), which peers write during the dispatch: "
+            "copy it elsewhere first",
+            ncclx_tensor_starts_in(&a->tokens, g->zero_copy_tokens, row_area) ||
+                    ncclx_tensor_starts_in(&a->tokens, g->zero_copy_scales, scale_area)
+                ? "tokens"
+                : "scales");
     }
-    if ((ncclx_ll_inside(&a->out_tokens, g->zero_copy_tokens, row_area) &&
+    if ((ncclx_tensor_starts_in(&a->out_tokens, g->zero_copy_tokens, row_area) &&
          a->out_tokens.data != g->zero_copy_tokens) ||
-        ncclx_ll_inside(&a->out_tokens, g->zero_copy_scales, scale_area)) {
+        ncclx_tensor_starts_in(&a->out_tokens, g->zero_copy_scales, scale_area)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->out_tokens starts inside the group's "
                            "zero-copy rows but not at their first row (ncclxEpGroupGetLlBuffers "
                            ".tokens): pass exactly them, or a buffer of your own");
     }
-    if (d->scale_bytes > 0 && ((ncclx_ll_inside(&a->out_scales, g->zero_copy_scales, scale_area) &&
-                                a->out_scales.data != g->zero_copy_scales) ||
-                               ncclx_ll_inside(&a->out_scales, g->zero_copy_tokens, row_area))) {
+    if (d->scale_bytes > 0 &&
+        ((ncclx_tensor_starts_in(&a->out_scales, g->zero_copy_scales, scale_area) &&
+          a->out_scales.data != g->zero_copy_scales) ||
+         ncclx_tensor_starts_in(&a->out_scales, g->zero_copy_tokens, row_area))) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->out_scales starts inside the group's "
                            "zero-copy rows but not at the first scale row "

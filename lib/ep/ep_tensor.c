@@ -60,3 +60,9 @@ ncclxResult_t ncclx_tensor_check_aligned(const ncclxTensor_t *t, const char *wha
     }
     return ncclxSuccess;
 }
+
+int ncclx_tensor_starts_in(const ncclxTensor_t *t, const void *base, size_t bytes)
+{
+    const char *p = t->data, *b = base;
+    return b != NULL && p != NULL && p >= b && p < b + bytes;
+}

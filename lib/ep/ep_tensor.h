@@ -7,6 +7,7 @@
 #ifndef NCCLX_LIB_EP_TENSOR_H_
 #define NCCLX_LIB_EP_TENSOR_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ncclx/ep.h>
@@ -30,6 +31,10 @@ ncclxResult_t ncclx_tensor_check(const ncclxTensor_t *t, const char *what, uint3
 ncclxResult_t ncclx_tensor_check_aligned(const ncclxTensor_t *t, const char *what,
                                          uint32_t dtype_mask, uint32_t ndim, const int64_t *shape,
                                          const char *why, uint32_t align);
+
+/** Whether t's first byte lies in [base, base + bytes) (a group's own buffers: HT's zero-copy
+ *  buffers, LL's zero-copy rows). */
+int ncclx_tensor_starts_in(const ncclxTensor_t *t, const void *base, size_t bytes);
 
 /** Bytes of one row (the innermost dimension) of t. */
 uint64_t ncclx_tensor_row_bytes(const ncclxTensor_t *t);
