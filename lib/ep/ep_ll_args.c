@@ -194,19 +194,17 @@ static ncclxResult_t ncclx_ll_zero_copy_desc(const ncclx_ep_handle_t *h,
     if (!g->desc.zero_copy || !h->desc.expert_major) {
         return ncclxSuccess;
     }
-    if (ncclx_tensor_starts_in(&a->tokens, g->zero_copy_tokens, row_area) ||
-        ncclx_tensor_starts_in(&a->tokens, g->zero_copy_scales, scale_area) ||
-        ncclx_tensor_starts_in(&a->scales, g->zero_copy_tokens, row_area) ||
-        ncclx_tensor_starts_in(&a->scales, g->zero_copy_scales, scale_area)) {
-        return NCCLX_ERROR(
-            ncclxInvalidArgument,
-            "ncclxEpDispatch: args->%s lies in the group's zero-copy rows "
-            "(ncclxEpGroupGetLlBuffers), which peers write during the dispatch: "
-            "copy it elsewhere first",
-            ncclx_tensor_starts_in(&a->tokens, g->zero_copy_tokens, row_area) ||
-                    ncclx_tensor_starts_in(&a->tokens, g->zero_copy_scales, scale_area)
-                ? "tokens"
-                : "scales");
+    /* The inputs: neither may start in the rows or the scale rows. */
+    const ncclxTensor_t *const inputs[2] = {&a->tokens, &a->scales};
+    for (int i = 0; i < 2; i++) {
+        if (ncclx_tensor_starts_in(inputs[i], g->zero_copy_tokens, row_area) ||
+            ncclx_tensor_starts_in(inputs[i], g->zero_copy_scales, scale_area)) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpDispatch: args->%s lies in the group's zero-copy rows "
+                               "(ncclxEpGroupGetLlBuffers), which peers write during the "
+                               "dispatch: copy it elsewhere first",
+                               i == 0 ? "tokens" : "scales");
+        }
     }
     if ((ncclx_tensor_starts_in(&a->out_tokens, g->zero_copy_tokens, row_area) &&
          a->out_tokens.data != g->zero_copy_tokens) ||
