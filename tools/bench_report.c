@@ -41,6 +41,9 @@ const char *bench_path_name(const bench_team_t *t, bench_op_t op)
         if (o->zero_copy && op == BENCH_DISPATCH) {
             return "ll zero-copy";
         }
+        if (op == BENCH_COMBINE && bench_ll_expert_out_in_rows(t)) {
+            return "ll zero-copy pull"; /* the tokens' ranks read the expert rows in place */
+        }
         return o->nodes > 1 ? "ll two-pass, network" : "ll two-pass";
     }
     if (op == BENCH_COMBINE && o->recipe == NCCLX_EP_RECIPE_MXFP8) {
@@ -60,7 +63,7 @@ const char *bench_path_name(const bench_team_t *t, bench_op_t op)
 static uint64_t bench_passes(const bench_team_t *t, bench_op_t op)
 {
     if (t->o.algo == NCCLX_EP_ALGO_LL) {
-        return 3;
+        return op == BENCH_COMBINE && bench_ll_expert_out_in_rows(t) ? 1 : 3;
     }
     if (op == BENCH_COMBINE && t->o.recipe == NCCLX_EP_RECIPE_MXFP8) {
         return 3;
@@ -90,7 +93,8 @@ static uint64_t bench_rank_hbm(const bench_team_t *t, const bench_inputs_t *in, 
             return T * (row + K * 8) + (o->zero_copy ? 0 : 2 * per_rank * wire) + out;
         }
         /* Expert outputs read and written into the sources' combine rows, read back, one row
-         * per token written; expert-major reads the weights. */
+         * per token written; expert-major reads the weights.  Pulled (zero copy, expert_out in
+         * the rows): each expert row read once, where the expert wrote it. */
         const uint64_t rows = expert_major ? per_expert : per_rank;
         return passes * rows * row + T * row + (expert_major ? T * K * 4 : 0);
     }

@@ -81,11 +81,10 @@ typedef struct {
     /* Zero copy (a group planned with zero_copy; offsets (size_t)-1 without): expert-major
      * dispatch rows are stored by their sender straight into the receiver's zero-copy rows
      * [L][R][T] (and scale rows), at places every rank learns from the count boards [2][R]
-     * (ep_ll_wire.h) before any row moves; zero_copy_starts (device [E]) holds, per expert,
-     * where this rank's rows start among its receiver's rows of that expert. */
+     * (ep_ll_wire.h) before any row moves (the handle keeps where they went:
+     * zero_copy_starts).  A combine may read them back from there (pull, below). */
     int zero_copy;
     size_t zero_copy_rows, zero_copy_scales, count_boards, board_bytes;
-    int32_t *zero_copy_starts;
     size_t msg_bytes;
     size_t combine_slot_bytes;
     int combine_slots;
@@ -105,10 +104,13 @@ typedef struct {
 
 /* One handle's device memory (see ncclx_ep_ll_handle_layout_t).  Expert-major also has
  * expert_slot [T, K] (the token's index among this rank's tokens to the entry's expert, in token
- * order) and expert_count [E] (this rank's tokens to each expert), both from the routing. */
+ * order) and expert_count [E] (this rank's tokens to each expert), both from the routing; on a
+ * zero_copy group, zero_copy_starts [E] (where the handle's last dispatch put this rank's rows of
+ * each expert among that expert's rows at its rank, -1 for none; the dispatch's boards write it).
+ */
 typedef struct {
     int32_t *idx, *route, *send_count, *recv_count, *recv_tok, *recv_pos;
-    int32_t *expert_slot, *expert_count;
+    int32_t *expert_slot, *expert_count, *zero_copy_starts;
     int num_tokens, topk, expert_major, global_ids;
 } ncclx_ep_ll_handle_desc_t;
 
@@ -159,6 +161,11 @@ typedef struct {
     int early_recv;            /* the receive kernel is a programmatic dependent of the send:
                                   the conditions of reduce_in_send but the units, not
                                   reduce_in_send, and early_launch */
+    /* Zero copy (an expert-major combine of a zero_copy group): zero_copy, the receive reads
+     * the rows of the sources that signal pull straight from their zero-copy rows; pull, this
+     * rank's expert_out is its zero-copy rows, so its send stores no row and signals pull
+     * (docs/ep-ll.md, "Zero copy"). */
+    int zero_copy, pull;
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */

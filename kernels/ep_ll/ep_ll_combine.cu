@@ -9,7 +9,10 @@
  * reproducible; the last block ends the operation (op_end).  Which ranks arrived is decided
  * once per rank (wait_source), so every block reduces over the same rows.  A small combine that
  * is not send_only, on one load/store domain, is received by the send's last block instead
- * (reduce_in_send): one kernel per combine.
+ * (reduce_in_send): one kernel per combine.  Zero copy (docs/ep-ll.md): a rank whose expert
+ * outputs are its zero-copy rows stores nothing and says so in its signal (a.pull); the receive
+ * reads that rank's rows where the handle's dispatch put them (combine_row), so each row moves
+ * once.
  */
 #include <algorithm>
 
@@ -34,6 +37,10 @@ __device__ __forceinline__ char *staged_row(const ncclx_ep_ll_group_desc_t &g, i
            (((size_t)remote_index(g, s) * g.max_tokens + i) * g.net_combine_rows + c) *
                g.combine_slot_bytes;
 }
+
+// The count of a combine signal whose sender's rows are to be pulled from its zero-copy rows
+// (a.pull); 0 when it stored them into the receiver's combine slots.
+constexpr unsigned kCombinePulled = 1;
 
 constexpr int kElemsPerLane = 8;
 constexpr int kElemsPerWarp = kElemsPerLane * kWarpSize;
@@ -91,24 +98,56 @@ __device__ __forceinline__ void store8(char *p, int dtype, const double x[kElems
     *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// The rows that make out[t]: bit q of the result is set when row q of the token's combine
-// slots counts.  Expert-major: row q is top-k entry q (skipped for -1 and for experts on
-// ranks that did not arrive in this combine).  Rank-major: row q is the q-th destination
-// rank in rank order (every destination counts in the order, arrived or not, as in
-// dispatch), pre-weighted.  `arrived` is the rank's one answer (wait_source) per source.
-__device__ __forceinline__ unsigned token_rows(const ncclx_ep_ll_group_desc_t &g,
-                                               const ncclx_ep_ll_handle_desc_t &h,
-                                               const LiveView &arrived, int t, int lane)
+// The sources of a combine's rows, as the rank decided them (wait_source, one answer per
+// source): `arrived`, those that count in it; `pulled`, those of a zero-copy combine whose signal
+// says that their rows are still in their zero-copy rows (their expert_out was those rows), for
+// this rank to read there instead of in its combine slots (docs/ep-ll.md, "Zero copy").
+struct CombineSources {
+    LiveView arrived, pulled;
+};
+
+// The rows that make out[t]: bit q of the result is set when row q of the token counts.
+// Expert-major: row q is top-k entry q (skipped for -1, for experts on ranks that did not arrive
+// in this combine, and for a pulled row the handle's dispatch put nowhere).  Rank-major: row q
+// is the q-th destination rank in rank order (every destination counts in the order, arrived or
+// not, as in dispatch), pre-weighted.
+template <bool kZeroCopy>
+__device__ __forceinline__ unsigned
+token_rows(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
+           const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, int t, int lane)
 {
     const int K = h.topk;
     const int e = lane < K ? h.idx[t * K + lane] : -1;
     const int d = e >= 0 ? e / g.local_experts : -1;
     if (h.expert_major) {
-        return __ballot_sync(0xffffffffu, d >= 0 && arrived.has(d));
+        const bool placed =
+            !kZeroCopy || d < 0 || !from.pulled.has(d) || h.zero_copy_starts[e] >= 0;
+        return __ballot_sync(0xffffffffu, d >= 0 && from.arrived.has(d) && placed);
     }
     bool first;
     const int order = destination_order(d, first);
-    return __reduce_or_sync(0xffffffffu, first && arrived.has(d) ? 1u << order : 0u);
+    return __reduce_or_sync(0xffffffffu, first && from.arrived.has(d) ? 1u << order : 0u);
+}
+
+// Where row q of token t is read: in this rank's combine slot (t, q), or, pulled, in the
+// zero-copy rows of the entry's rank, at the place the handle's dispatch stored the token's row
+// for that expert (the expert's row block, this rank's start among its sources, the token's slot
+// among this rank's tokens to the expert), of the combine's row size.
+template <bool kZeroCopy>
+__device__ __forceinline__ const char *
+combine_row(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
+            const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, char *self, int parity,
+            int t, int q)
+{
+    if (kZeroCopy) {
+        const int i = t * h.topk + q, e = h.idx[i], d = e / g.local_experts;
+        if (from.pulled.has(d)) {
+            const size_t pos = (size_t)(e - d * g.local_experts) * g.ranks * g.max_tokens +
+                               (size_t)h.zero_copy_starts[e] + (size_t)h.expert_slot[i];
+            return peer_base(g, d) + g.zero_copy_rows + pos * g.hidden * dtype_bytes(a.dtype);
+        }
+    }
+    return combine_slot(self, g, parity, t, q);
 }
 
 // Weight of row q of token t (rank-major rows come weighted).
@@ -119,11 +158,11 @@ __device__ __forceinline__ double row_weight(const ncclx_ep_ll_handle_desc_t &h,
 }
 
 // Sum of the token's rows over 8 elements at first, kBatch rows' loads in flight at once.
-template <int kElemBytes, int kBatch>
+template <bool kZeroCopy, int kElemBytes, int kBatch>
 __device__ __forceinline__ void
 reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
-              const ncclx_ep_ll_combine_desc_t &a, char *self, int parity, int t, size_t first,
-              unsigned rows, double acc[kElemsPerLane])
+              const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, char *self,
+              int parity, int t, size_t first, unsigned rows, double acc[kElemsPerLane])
 {
     constexpr int kWords = kElemBytes * kElemsPerLane / 16;
     while (rows != 0) {
@@ -138,7 +177,8 @@ reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
 #pragma unroll
         for (int b = 0; b < kBatch; b++) {
             const uint4 *src = reinterpret_cast<const uint4 *>(
-                combine_slot(self, g, parity, t, q[b] >= 0 ? q[b] : q[0]) + first * kElemBytes);
+                combine_row<kZeroCopy>(g, h, a, from, self, parity, t, q[b] >= 0 ? q[b] : q[0]) +
+                first * kElemBytes);
 #pragma unroll
             for (int i = 0; i < kWords; i++) {
                 raw[b][i] = src[i];
@@ -160,13 +200,15 @@ reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
 }
 
 // The receive of a combine, by warp `warp` of `warps` of the calling blocks (every thread of each
-// calls it): the block learns which sources arrived (one thread per source; the rank's one answer
-// per source, wait_source), then its warps reduce the handle's (token, 256-element) units.
-__device__ __forceinline__ void reduce_tokens(const ncclx_ep_ll_group_desc_t &g,
-                                              const ncclx_ep_ll_handle_desc_t &h,
-                                              const ncclx_ep_ll_combine_desc_t &a,
-                                              const LiveView &view, LiveView &arrived, const Op &op,
-                                              int warp, int warps)
+// calls it): the block learns which sources arrived and which left their rows to be pulled (one
+// thread per source; the rank's one answer per source, wait_source: a signal's count is 1 for a
+// pulled source), then its warps reduce the handle's (token, 256-element) units.  kZeroCopy: the
+// combine of a zero-copy group (a.zero_copy), the only one whose sources may be pulled.
+template <bool kZeroCopy>
+__device__ __forceinline__ void
+reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
+              const ncclx_ep_ll_combine_desc_t &a, const LiveView &view, CombineSources &from,
+              const Op &op, int warp, int warps)
 {
     const int parity = op.parity, H = g.hidden, lane = threadIdx.x % kWarpSize;
     const size_t esize = dtype_bytes(a.dtype);
@@ -174,19 +216,23 @@ __device__ __forceinline__ void reduce_tokens(const ncclx_ep_ll_group_desc_t &g,
     const bool vector_rows = ((size_t)H * esize) % 16 == 0;
     char *self = peer_base(g, g.rank);
     for (int w = threadIdx.x; w < kLiveWords; w += blockDim.x) {
-        arrived.bits[w] = 0;
+        from.arrived.bits[w] = from.pulled.bits[w] = 0;
     }
     __syncthreads();
     for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        if (wait_source(g, kCombineDir, s, op, a.op, view.has(s)) >= 0) {
-            atomicOr(&arrived.bits[s >> 5], 1u << (s & 31));
+        const int count = wait_source(g, kCombineDir, s, op, a.op, view.has(s));
+        if (count >= 0) {
+            atomicOr(&from.arrived.bits[s >> 5], 1u << (s & 31));
+        }
+        if (kZeroCopy && count == (int)kCombinePulled) {
+            atomicOr(&from.pulled.bits[s >> 5], 1u << (s & 31));
         }
     }
     __syncthreads();
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
-        const unsigned rows = token_rows(g, h, arrived, t, lane);
+        const unsigned rows = token_rows<kZeroCopy>(g, h, a, from, t, lane);
         if (first >= H) {
             continue;
         }
@@ -197,14 +243,16 @@ __device__ __forceinline__ void reduce_tokens(const ncclx_ep_ll_group_desc_t &g,
             acc[x] = 0.0;
         }
         if (vector && esize == 2) {
-            reduce_vector<2, 4>(g, h, a, self, parity, t, (size_t)first, rows, acc);
+            reduce_vector<kZeroCopy, 2, 4>(g, h, a, from, self, parity, t, (size_t)first, rows,
+                                           acc);
         } else if (vector) {
-            reduce_vector<4, 2>(g, h, a, self, parity, t, (size_t)first, rows, acc);
+            reduce_vector<kZeroCopy, 4, 2>(g, h, a, from, self, parity, t, (size_t)first, rows,
+                                           acc);
         } else {
             for (unsigned rest = rows; rest != 0; rest &= rest - 1) {
                 const int q = __ffs(rest) - 1;
                 const double w = row_weight(h, a, t, q);
-                const char *slot = combine_slot(self, g, parity, t, q);
+                const char *slot = combine_row<kZeroCopy>(g, h, a, from, self, parity, t, q);
                 for (int i = 0; i < kElemsPerLane && first + i < H; i++) {
                     acc[i] = fma(w, (double)load_as_float(slot, first + i, a.dtype), acc[i]);
                 }
@@ -223,7 +271,8 @@ __device__ __forceinline__ void reduce_tokens(const ncclx_ep_ll_group_desc_t &g,
 
 // kReduce: the kernel of a combine that reduces in the send (reduce_in_send).  A kernel of its
 // own, so that the reduce's registers cost the send's copy loop nothing when it does not.
-template <bool kReduce>
+// kZeroCopy: a combine of a zero-copy group (a.zero_copy), whose reduce may pull.
+template <bool kReduce, bool kZeroCopy>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
@@ -254,7 +303,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // warps to spare (few messages: one rank, a small batch) they are split over `split` warps,
     // part p taking the message's p-th, (p + split)-th, ... rows, so that several rows' loads
     // are in flight at once instead of one row after another.
-    const int units = start[g.ranks] * chunks;
+    // A pulled combine (a.pull) stores no row: its rows stay where the expert wrote them.
+    const int units = kZeroCopy && a.pull ? 0 : start[g.ranks] * chunks;
     const int split = h.expert_major ? max(1, min(K, warps / max(units, 1))) : 1;
     const int warp = unit_warp((long long)units * split, warps);
     for (int u = warp; going && u < units * split; u += warps) {
@@ -308,7 +358,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
                 if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
                     st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
-                                   ncclx_ep_signal_word(op.tag, a.op, 0));
+                                   ncclx_ep_signal_word(op.tag, a.op,
+                                                        kZeroCopy && a.pull ? kCombinePulled : 0));
                 }
             }
         }
@@ -319,10 +370,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         // take it after the send; a block reduces NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units in two
         // steps of its warps.
         if (kReduce) {
-            __shared__ LiveView arrived;
+            __shared__ CombineSources from;
             __syncthreads();
             load_live_view(g, view, true);
-            reduce_tokens(g, h, a, view, arrived, op, (int)threadIdx.x / kWarpSize, kWarps);
+            reduce_tokens<kZeroCopy>(g, h, a, view, from, op, (int)threadIdx.x / kWarpSize, kWarps);
             __syncthreads();
             if (threadIdx.x == 0) {
                 op_end(&g.state->combine_seq, op);
@@ -331,18 +382,19 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
 }
 
+template <bool kZeroCopy>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
 {
     __shared__ LiveView view;
-    __shared__ LiveView arrived;
+    __shared__ CombineSources from;
     wait_for_previous_grid(); // launched early (early_recv): the send must have ended
     load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
     // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
-    reduce_tokens(g, h, a, view, arrived, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
-                  gridDim.x * kWarps);
+    reduce_tokens<kZeroCopy>(g, h, a, view, from, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
+                             gridDim.x * kWarps);
     if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
         op_end(&g.state->combine_seq, op);
     }
@@ -357,12 +409,15 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        cudaStream_t stream)
 {
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
-    if (a->reduce_in_send) {
-        ncclx::combine_send_kernel<true><<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
-    } else {
-        ncclx::combine_send_kernel<false>
-            <<<g->blocks, NCCLX_EP_THREADS, smem, stream>>>(*g, *h, *a);
-    }
+    // A pulled combine's send only signals: one block.
+    const int blocks = a->pull ? 1 : g->blocks;
+    using Kernel =
+        void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);
+    const Kernel kernels[2][2] = {
+        {ncclx::combine_send_kernel<false, false>, ncclx::combine_send_kernel<false, true>},
+        {ncclx::combine_send_kernel<true, false>, ncclx::combine_send_kernel<true, true>}};
+    kernels[a->reduce_in_send != 0][a->zero_copy != 0]<<<blocks, NCCLX_EP_THREADS, smem, stream>>>(
+        *g, *h, *a);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
         err = ncclx_ep_ll_launch_combine_net(g, h, a, stream);
@@ -390,15 +445,20 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
     const int blocks = (int)std::min<size_t>(
         (size_t)g->blocks, std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
     // Right after the send (early_recv), its blocks are scheduled as the send's blocks end.
-    return ncclx::launch_after(a->early_recv != 0, ncclx::combine_recv_kernel, blocks,
-                               NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
+    return ncclx::launch_after(a->early_recv != 0,
+                               a->zero_copy ? ncclx::combine_recv_kernel<true>
+                                            : ncclx::combine_recv_kernel<false>,
+                               blocks, NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
 }
 
 extern "C" cudaError_t ncclx_ep_ll_combine_load(void)
 {
     const void *const kernels[] = {
-        reinterpret_cast<const void *>(ncclx::combine_send_kernel<false>),
-        reinterpret_cast<const void *>(ncclx::combine_send_kernel<true>),
-        reinterpret_cast<const void *>(ncclx::combine_recv_kernel)};
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<false, false>),
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<true, false>),
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<false, true>),
+        reinterpret_cast<const void *>(ncclx::combine_send_kernel<true, true>),
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<false>),
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<true>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }

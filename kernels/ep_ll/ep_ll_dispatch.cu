@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                 }
             }
         }
-        g.zero_copy_starts[e] = start;
+        h.zero_copy_starts[e] = start;
     }
 }
 
@@ -308,7 +308,7 @@ __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group
     const int d = e >= 0 ? e / L : 0;
     long long pos = -1;
     if (e >= 0 && view.has(d)) {
-        const int start = g.zero_copy_starts[e];
+        const int start = h.zero_copy_starts[e];
         if (start >= 0) {
             pos = (long long)(e - d * L) * g.ranks * g.max_tokens + start +
                   h.expert_slot[t * h.topk + lane];

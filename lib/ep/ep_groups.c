@@ -59,10 +59,6 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->zero_copy_scales = r->zero_copy_scales;
     d->count_boards = r->count_boards;
     d->board_bytes = ncclx_ep_board_bytes(g->plan.num_experts);
-    d->zero_copy_starts =
-        r->zero_copy_starts != NCCLX_NO_REGION
-            ? (int32_t *)ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->zero_copy_starts)
-            : NULL;
     g->zero_copy_tokens =
         r->zero_copy_rows != NCCLX_NO_REGION
             ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rows)

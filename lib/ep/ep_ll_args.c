@@ -279,6 +279,34 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     return ncclxSuccess;
 }
 
+/* Zero copy (an expert-major combine of a group planned with zero_copy): when expert_out is this
+ * rank's zero-copy rows (its experts computed in place), the rows stay there and the tokens'
+ * ranks read them (pull: each row moves once); any other expert_out is sent as on any group, and
+ * the ranks of one combine may differ in this (each says which in its signal).  expert_out at the
+ * rows in a wider dtype than the plan sized them for would not fit in them: refused. */
+static ncclxResult_t ncclx_ll_pull_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
+                                        ncclx_ep_ll_combine_desc_t *d)
+{
+    const ncclx_ep_group_t *g = h->group;
+    if (!g->desc.zero_copy || !h->desc.expert_major) {
+        return ncclxSuccess;
+    }
+    d->zero_copy = 1;
+    if (a->expert_out.data == NULL || a->expert_out.data != g->zero_copy_tokens) {
+        return ncclxSuccess;
+    }
+    const uint64_t row = ncclx_tensor_row_bytes(&a->expert_out);
+    if (row > g->dims.zero_copy_row_bytes) {
+        return NCCLX_ERROR(ncclxInvalidArgument,
+                           "ncclxEpCombine: args->expert_out is the group's zero-copy rows "
+                           "(ncclxEpGroupGetLlBuffers .tokens), but its rows of %llu bytes do "
+                           "not fit their rows of %zu bytes: pass a buffer of your own",
+                           (unsigned long long)row, g->dims.zero_copy_row_bytes);
+    }
+    d->pull = 1;
+    return ncclxSuccess;
+}
+
 ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                     ncclx_ep_ll_combine_desc_t *out)
 {
@@ -333,6 +361,7 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     /* Otherwise the receive kernel follows the send at once: launched early, where the rank has
      * its GPU to itself (see ncclx_ep_ll_launch_combine_recv). */
     d.early_recv = receive_in_send && !d.reduce_in_send && h->group->desc.early_launch;
+    NCCLX_CHECK(ncclx_ll_pull_desc(h, a, &d));
     *out = d;
     return ncclxSuccess;
 }

@@ -86,6 +86,11 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
     h->recv_pos = expert_major ? ncclx_handle_piece(&cursor, rt * d->topk * 4) : 0;
     h->expert_slot = expert_major ? ncclx_handle_piece(&cursor, tk * 4) : 0;
     h->expert_count = expert_major ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4) : 0;
+    /* Zero copy: where the dispatch put this rank's rows of each expert, kept with the handle so
+     * that its combine finds them there even after another handle's dispatch. */
+    h->zero_copy_starts = expert_major && d->zero_copy_row_bytes != 0
+                              ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4)
+                              : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 

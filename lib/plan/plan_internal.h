@@ -75,7 +75,6 @@ typedef struct {
     size_t zero_copy_rows;   /* symmetric, LL zero_copy: [L][R][T] output token rows */
     size_t zero_copy_scales; /* symmetric, LL zero_copy: [L][R][T] output scale rows (or none) */
     size_t count_boards;     /* symmetric, LL zero_copy: [2][R] boards (ep_ll_wire.h) */
-    size_t zero_copy_starts; /* device, LL zero_copy: [E] int32 this rank's first row per expert */
     size_t state;            /* device */
     size_t decisions;        /* device, LL: [2][R] what this rank concluded about each source */
     size_t mask;             /* device, LL with enable_mask */
@@ -175,16 +174,18 @@ ncclxResult_t ncclx_plan_check(const ncclx_plan_norm_t *norm);
 
 /** Byte offsets of the pieces of one LL handle's device memory (see docs/plan-sizing.md). */
 typedef struct {
-    size_t idx;          /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
-    size_t route;        /* int32 [T, K]: slot of the token at the entry's destination rank */
-    size_t send_count;   /* int32 [R]: tokens sent to each rank */
-    size_t recv_count;   /* int32 [R]: tokens received from each rank */
-    size_t recv_tok;     /* int32 [R, T]: ncclx_ep_pack_token(token, order) or dropped */
-    size_t recv_pos;     /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
-    size_t expert_slot;  /* int32 [T, K]: the token's index among this rank's tokens to the
-                            entry's expert (expert-major) */
-    size_t expert_count; /* int32 [E]: this rank's tokens to each expert (expert-major) */
-    size_t bytes;        /* the whole handle, 256-byte multiple */
+    size_t idx;              /* int32 [T, K]: validated copy of topk_idx (-1: not routed) */
+    size_t route;            /* int32 [T, K]: slot of the token at the entry's destination rank */
+    size_t send_count;       /* int32 [R]: tokens sent to each rank */
+    size_t recv_count;       /* int32 [R]: tokens received from each rank */
+    size_t recv_tok;         /* int32 [R, T]: ncclx_ep_pack_token(token, order) or dropped */
+    size_t recv_pos;         /* int32 [R, T, K]: local expert * R*T + row, or -1 (expert-major) */
+    size_t expert_slot;      /* int32 [T, K]: the token's index among this rank's tokens to the
+                                entry's expert (expert-major) */
+    size_t expert_count;     /* int32 [E]: this rank's tokens to each expert (expert-major) */
+    size_t zero_copy_starts; /* int32 [E], expert-major of a zero_copy group: where this rank's
+                                rows of each expert start at its rank in the handle's dispatch */
+    size_t bytes;            /* the whole handle, 256-byte multiple */
 } ncclx_ep_ll_handle_layout_t;
 
 void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,

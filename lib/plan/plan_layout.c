@@ -120,11 +120,9 @@ static ncclxResult_t ncclx_layout_ep_zero_copy(ncclx_layout_t *layout, int gi,
                                       d->zero_copy_row_bytes, &r->zero_copy_rows));
     NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy scale rows", on,
                                       rows, d->zero_copy_scale_bytes, &r->zero_copy_scales));
-    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "count boards",
-                                      on * NCCLX_EP_LL_BUFFERS, d->ranks,
-                                      ncclx_ep_board_bytes(d->num_experts), &r->count_boards));
-    return ncclx_reserve(layout, NCCLX_MEM_DEVICE, gi, "zero-copy row starts",
-                         on * d->num_experts * sizeof(int32_t), 1, &r->zero_copy_starts);
+    return ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "count boards",
+                                 on * NCCLX_EP_LL_BUFFERS, d->ranks,
+                                 ncclx_ep_board_bytes(d->num_experts), &r->count_boards);
 }
 
 /* HT: the routing map, the step signals, the dispatch rows and their metadata, the combine rows
@@ -236,7 +234,6 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = r->dispatch_counts = r->net_dispatch_counts = NCCLX_NO_REGION;
     r->zero_copy_rows = r->zero_copy_scales = r->count_boards = NCCLX_NO_REGION;
-    r->zero_copy_starts = NCCLX_NO_REGION;
     r->net_dispatch_out = r->net_combine_out = r->net_combine_in = r->net_mask = NCCLX_NO_REGION;
     r->net_combine_rows = 0;
     r->ht_net_maps = r->ht_net_stage = r->ht_net_relay = NCCLX_NO_REGION;

@@ -8,14 +8,16 @@
  * zero-copy rows), into the caller's own buffers (one more copy), and both mixed over the ranks
  * of one operation; combine reading expert_out from the zero-copy rows (the expert outputs
  * written there after the dispatch, as an expert computing in place would) or from the
- * caller's buffer, mixed as well.  Recipes NONE (BF16), FP8 (in place and mixed, with and
+ * caller's buffer, mixed as well (a rank combining from its rows stores none: its peers read
+ * them there, docs/ep-ll.md "Zero copy").  Recipes NONE (BF16), FP8 (in place and mixed, with and
  * without round_scales, special values once) and QUANT_FWD (caller buffers).  Every iteration
  * draws new data and a new routing (ncclxEpHandleUpdate), poisons every output and every rank's
  * zero-copy rows (from that rank's stream) first, and checks every count and row of every
  * expert and every combine result bit for bit.  Also: update + dispatch + combine captured in a
  * CUDA graph per rank and replayed with new routings and data, a rank-major handle of a
  * zero-copy group (alone, and between an expert-major dispatch and its combine: the rows stay
- * valid until the next expert-major dispatch), and ncclxEpGroupGetLlBuffers (the rows' shape;
+ * valid until the next expert-major dispatch), two expert-major handles dispatched one after
+ * the other and the first combined from the rows, and ncclxEpGroupGetLlBuffers (the rows' shape;
  * refused without zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays a
  * run's random data.
  */
@@ -104,7 +106,9 @@ static ep_routing_t routing_of(uint32_t i, uint32_t ranks, uint32_t experts)
 /* One case on team t for n iterations: new data and a new routing each time (created first,
  * then rerouted by ncclxEpHandleUpdate), iteration i with masks[i % num_masks]; dispatch
  * checked (every third one send_only: boards and rows at the send, the receive at
- * ncclxEpComplete), then two combines checked (the second bitwise equal to the first). */
+ * ncclxEpComplete), then two combines checked (the second bitwise equal to the first; every
+ * other one send_only: a rank combining from its rows only signals at the send, and its peers
+ * read the rows at ncclxEpComplete). */
 static void zc_iterations(ep_team_t *t, const ep_case_t *k, const zc_masks_t *masks,
                           size_t num_masks, uint32_t n, const char *where)
 {
@@ -124,7 +128,7 @@ static void zc_iterations(ep_team_t *t, const ep_case_t *k, const zc_masks_t *ma
         }
         ep_run_dispatch_and_check(&run, i % 3 == 2);
         ep_run_combine_and_check(&run, 0);
-        ep_run_combine_and_check(&run, 0);
+        ep_run_combine_and_check(&run, i % 2);
     }
     ep_run_destroy(&run);
     ep_alloc_assert_none(where);
@@ -435,6 +439,71 @@ static void test_rank_major_handle(void **state)
     ep_team_close(&t);
 }
 
+/* ---- two expert-major handles ---- */
+
+/* Two expert-major handles of one group, both dispatched into the caller's buffers, one after
+ * the other, then combined in the same order: the first from the zero-copy rows (its expert
+ * outputs written there after the second dispatch), the second from the caller's buffer.  The
+ * first handle's rows are read where its own dispatch put them (the handle keeps them), not
+ * where the second dispatch, with another routing, put its rows; the roles alternate. */
+static void two_handle_rounds(ep_team_t *t, int rounds)
+{
+    ep_run_t x, y;
+    ep_run_alloc(&x, t, &bf16_em);
+    ep_run_alloc(&y, t, &bf16_em);
+    ep_run_zero_copy(&x, 0, 0);
+    ep_run_zero_copy(&y, 0, 0);
+    ep_alloc_arm();
+    for (int i = 0; i < rounds; i++) {
+        ep_run_t *first = i % 2 == 0 ? &x : &y, *second = i % 2 == 0 ? &y : &x;
+        ep_routing_t rt = routing_of((uint32_t)i, t->ranks, x.c.experts);
+        ep_routing_t other = ep_routing_default();
+        ep_run_fill(first, &rt);
+        ep_run_fill(second, &other);
+        if (i == 0) {
+            ep_run_create(&x);
+            ep_run_create(&y);
+        } else {
+            ep_run_update(&x);
+            ep_run_update(&y);
+        }
+        first->zc_combine = ALL_RANKS;
+        second->zc_combine = 0;
+        ep_run_poison_dispatch(first);
+        ep_run_enqueue_dispatch(first, 0);
+        ep_run_poison_dispatch(second);
+        ep_run_enqueue_dispatch(second, 0);
+        ep_team_sync(t);
+        ep_run_check_dispatch(first);
+        ep_run_check_dispatch(second);
+        ep_run_poison_combine(first);
+        ep_run_enqueue_combine(first, 0);
+        ep_run_poison_combine(second);
+        ep_run_enqueue_combine(second, 0);
+        ep_team_sync(t);
+        ep_run_check_combine(first);
+        ep_run_check_combine(second);
+    }
+    ep_run_destroy(&x);
+    ep_run_destroy(&y);
+    ep_alloc_assert_none("two expert-major handles");
+    ep_run_free(&x);
+    ep_run_free(&y);
+}
+
+static void test_two_handles(void **state)
+{
+    ep_team_t t;
+    (void)state;
+    ep_rng_reset("two_handles");
+    open_zc_team(&t, 4, 0);
+    two_handle_rounds(&t, 6);
+    ep_team_close(&t);
+    open_zc_team(&t, 0, 0);
+    two_handle_rounds(&t, 4);
+    ep_team_close(&t);
+}
+
 /* ---- ncclxEpGroupGetLlBuffers ---- */
 
 /* Every rank's rows: L x R x T of the plan's largest rows, each rank its own. */
@@ -513,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_singleton_communicator),
         cmocka_unit_test(test_graph_capture),
         cmocka_unit_test(test_rank_major_handle),
+        cmocka_unit_test(test_two_handles),
     };
     /* Zero copy needs one load/store domain: every team here is shaped explicitly (no shape, or
      * one node), so TEST_NODES, which shapes unset teams, must not touch them. */

@@ -225,13 +225,71 @@ static void test_zero_copy(void **state)
     assert_int_equal(d.zero_copy + d.copy_rows + d.copy_scales, 0);
 }
 
+/* Zero copy, combine: an expert-major combine of a zero_copy group may read its sources' rows
+ * where they are (zero_copy), and leaves its own to be read there (pull) exactly when expert_out
+ * is the group's zero-copy rows: a view one row in, or a buffer of the caller's, is sent as on any
+ * group.  expert_out at the rows but wider than them (rows sized for FP8 alone) is refused;
+ * rank-major handles and groups without zero_copy send. */
+static void test_zero_copy_combine(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_combine_desc_t d;
+    make_fixture(&f, EM);
+    f.group.plan.zero_copy = 1;
+    replan(&f);
+    f.group.desc.zero_copy = 1;
+    f.group.zero_copy_tokens = PTR(20);
+    ncclxEpCombineArgs_t a = valid_combine(&f);
+    memset(&d, 0x5a, sizeof(d));
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy, 1);
+    assert_int_equal(d.pull, 0);
+    a.expert_out.data = PTR(20);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy, 1);
+    assert_int_equal(d.pull, 1);
+    /* send_only too: the rows wait for the tokens' ranks to read them. */
+    a.send_only = 1;
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.pull, 1);
+    a.send_only = 0;
+    a.expert_out.data = (char *)PTR(20) + H * 2;
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.pull, 0);
+    /* Rows of H bytes (FP8 alone): a BF16 expert_out at them would run past them. */
+    f.group.plan.recipes = FP8;
+    replan(&f);
+    assert_int_equal(f.group.dims.zero_copy_row_bytes, H);
+    a.expert_out.data = PTR(20);
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->expert_out is the group's zero-copy rows");
+    a.expert_out.data = PTR(11);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.pull, 1);
+    f.group.plan.recipes = NONE | FP8 | QUANT;
+    replan(&f);
+    /* A rank-major handle of the group, and a group without zero_copy. */
+    fixture_t rm;
+    make_fixture(&rm, RM);
+    rm.group = f.group;
+    rm.handle.group = &rm.group;
+    a = valid_combine(&rm);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.pull, 0);
+    f.group.desc.zero_copy = 0;
+    a = valid_combine(&f);
+    a.expert_out.data = PTR(20);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.pull, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wait_in_send),
-        cmocka_unit_test(test_reduce_in_send),
-        cmocka_unit_test(test_early_recv),
-        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
+        cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_zero_copy_combine),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }

@@ -303,6 +303,7 @@ static void check_ll_handle(const ncclx_ep_handle_t *h, uint32_t layout, uint32_
         assert_null(d->expert_slot);
         assert_null(d->expert_count);
     }
+    assert_null(d->zero_copy_starts); /* the fixture's plan has no zero_copy */
     assert_int_equal(d->topk, k);
     assert_int_equal(d->expert_major, layout == EM);
     assert_int_equal(d->num_tokens, 0);

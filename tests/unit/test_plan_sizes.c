@@ -431,9 +431,11 @@ static void test_handle_piece_alignment(void **state)
         d.local_experts = shapes[i][3];
         d.num_experts = d.ranks * d.local_experts;
         d.recv_slots = d.ranks * d.tokens + 1; /* an HT budget of its own, odd */
-        for (int em = 0; em < 2; em++) {
+        for (int v = 0; v < 4; v++) {          /* expert-major or not, zero_copy or not */
+            const int em = v & 1, zc = v >> 1;
             const uint64_t tk = (uint64_t)d.tokens * d.topk, rt = (uint64_t)d.ranks * d.tokens;
             uint64_t off = 0;
+            d.zero_copy_row_bytes = zc ? 64 : 0;
             ncclx_ep_ll_handle_layout(&d, em, &ll);
             const size_t got[] = {ll.idx, ll.route, ll.send_count, ll.recv_count, ll.recv_tok};
             const uint64_t each[] = {tk * 4, tk * 4, d.ranks * 4ull, d.ranks * 4ull, rt * 4};
@@ -454,6 +456,12 @@ static void test_handle_piece_alignment(void **state)
                 assert_int_equal(ll.recv_pos, 0);
                 assert_int_equal(ll.expert_slot, 0);
                 assert_int_equal(ll.expert_count, 0);
+            }
+            if (em && zc) { /* zero copy: where the dispatch put the rows, [E] */
+                assert_int_equal(ll.zero_copy_starts, off);
+                off += a16(d.num_experts * 4ull);
+            } else {
+                assert_int_equal(ll.zero_copy_starts, 0);
             }
             assert_int_equal(ll.bytes % 256, 0);
             assert_int_equal(ll.bytes, a256(off));
