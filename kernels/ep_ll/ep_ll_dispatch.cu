@@ -276,6 +276,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             }
         }
     }
+    // Every source's board, not only those this rank stores to: a pulled combine (ep_ll_combine.cu)
+    // reads a rank's rows until its reader posts its next board, so no row may be stored into any
+    // rank before every rank's board of this operation is in.
     for (int s = threadIdx.x; s < R; s += blockDim.x) {
         counted[s] = !out && wait_board(g, op, s, a.op, view.has(s));
     }

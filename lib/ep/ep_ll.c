@@ -47,8 +47,9 @@ static void ncclx_ll_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
     d->recv_pos = expert_major ? (int32_t *)(base + ll.recv_pos) : NULL;
     d->expert_slot = expert_major ? (int32_t *)(base + ll.expert_slot) : NULL;
     d->expert_count = expert_major ? (int32_t *)(base + ll.expert_count) : NULL;
+    /* Present exactly where the layout reserved it (a zero_copy plan's expert-major handles). */
     d->zero_copy_starts =
-        expert_major && g->desc.zero_copy ? (int32_t *)(base + ll.zero_copy_starts) : NULL;
+        expert_major && ll.zero_copy_starts != 0 ? (int32_t *)(base + ll.zero_copy_starts) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = expert_major;
     d->global_ids = (int)h->config.global_expert_ids;

@@ -303,6 +303,19 @@ static ncclxResult_t ncclx_ll_pull_desc(const ncclx_ep_handle_t *h, const ncclxE
                            "not fit their rows of %zu bytes: pass a buffer of your own",
                            (unsigned long long)row, g->dims.zero_copy_row_bytes);
     }
+    /* Peers read the rows until their combines end: this rank's own results may not land there. */
+    const size_t row_area = (size_t)g->dims.local_experts * g->dims.ranks * g->dims.tokens *
+                            g->dims.zero_copy_row_bytes;
+    const ncclxTensor_t *const written[2] = {&a->out, &a->topk_weights};
+    for (int i = 0; i < 2; i++) {
+        if (ncclx_tensor_starts_in(written[i], g->zero_copy_tokens, row_area)) {
+            return NCCLX_ERROR(ncclxInvalidArgument,
+                               "ncclxEpCombine: args->%s lies in the group's zero-copy rows, "
+                               "which this combine's expert_out leaves to its peers to read: "
+                               "put it elsewhere",
+                               i == 0 ? "out" : "topk_weights");
+        }
+    }
     d->pull = 1;
     return ncclxSuccess;
 }

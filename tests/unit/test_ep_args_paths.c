@@ -249,6 +249,15 @@ static void test_zero_copy_combine(void **state)
     assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
     assert_int_equal(d.zero_copy, 1);
     assert_int_equal(d.pull, 1);
+    /* Its own results may not land in the rows its peers read: out, topk_weights. */
+    a.out.data = (char *)PTR(20) + 4096;
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out lies in the group's zero-copy rows");
+    a.out.data = PTR(12);
+    a.topk_weights.data = PTR(20);
+    assert_ncclx_error(ncclx_ep_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->topk_weights lies in the group's zero-copy rows");
+    a.topk_weights.data = PTR(13);
     /* send_only too: the rows wait for the tokens' ranks to read them. */
     a.send_only = 1;
     assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
