@@ -135,7 +135,7 @@ memcheck bench-loopback4 - $bench --loopback 4
 memcheck bench-loopback4-rank-fp8 - $bench --loopback 4 --layout rank --recipe fp8
 memcheck bench-loopback4-mask - $bench --loopback 4 --mask
 memcheck bench-loopback4-zero-copy - $bench --loopback 4 --zero-copy
-memcheck test_ep_ll_zero_copy TEST_FILTER=test_in_place_4_ranks|test_graph_capture tests/gpu/test_ep_ll_zero_copy
+memcheck test_ep_ll_zero_copy TEST_FILTER=test_in_place_4_ranks|test_graph_capture|test_two_handles tests/gpu/test_ep_ll_zero_copy
 memcheck moe_layer - examples/moe_layer --comm
 racecheck moe_layer - examples/moe_layer --comm
 racecheck bench-comm - $bench --comm
