@@ -148,6 +148,12 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
 ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                   ncclxStream_t stream);
 
+/** LL zero_copy: the rows of the group's zero-copy rows (and scale rows), L x R x T. */
+static inline size_t ncclx_ep_zero_copy_rows(const ncclx_ep_group_t *g)
+{
+    return (size_t)g->dims.local_experts * g->dims.ranks * g->dims.tokens;
+}
+
 /** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */
 ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
                                      ncclx_ep_ll_dispatch_desc_t *d);

@@ -218,7 +218,7 @@ ncclxResult_t ncclxEpGroupGetLlBuffers(ncclxEpGroup_t g, ncclxEpLlBuffers_t *buf
     b.scales = g->zero_copy_scales;
     b.row_bytes = g->dims.zero_copy_row_bytes;
     b.scale_bytes = g->dims.zero_copy_scale_bytes;
-    b.rows = g->dims.local_experts * g->dims.ranks * g->dims.tokens;
+    b.rows = (uint32_t)ncclx_ep_zero_copy_rows(g);
     ncclx_struct_export(buffers, &b, sizeof(b));
     return ncclxSuccess;
 }

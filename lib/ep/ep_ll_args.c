@@ -188,7 +188,7 @@ static ncclxResult_t ncclx_ll_zero_copy_desc(const ncclx_ep_handle_t *h,
                                              ncclx_ep_ll_dispatch_desc_t *d)
 {
     const ncclx_ep_group_t *g = h->group;
-    const size_t rows = (size_t)g->dims.local_experts * g->dims.ranks * g->dims.tokens;
+    const size_t rows = ncclx_ep_zero_copy_rows(g);
     const size_t row_area = rows * g->dims.zero_copy_row_bytes;
     const size_t scale_area = rows * g->dims.zero_copy_scale_bytes;
     if (!g->desc.zero_copy || !h->desc.expert_major) {
@@ -304,8 +304,7 @@ static ncclxResult_t ncclx_ll_pull_desc(const ncclx_ep_handle_t *h, const ncclxE
                            (unsigned long long)row, g->dims.zero_copy_row_bytes);
     }
     /* Peers read the rows until their combines end: this rank's own results may not land there. */
-    const size_t row_area = (size_t)g->dims.local_experts * g->dims.ranks * g->dims.tokens *
-                            g->dims.zero_copy_row_bytes;
+    const size_t row_area = ncclx_ep_zero_copy_rows(g) * g->dims.zero_copy_row_bytes;
     const ncclxTensor_t *const written[2] = {&a->out, &a->topk_weights};
     for (int i = 0; i < 2; i++) {
         if (ncclx_tensor_starts_in(written[i], g->zero_copy_tokens, row_area)) {
