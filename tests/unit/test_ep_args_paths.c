@@ -9,6 +9,48 @@
  */
 #include "ep_ll_args_fixture.h"
 
+/* The flag of a receive in the send, for the fixture as it stands: the dispatch's wait_in_send
+ * or the combine's reduce_in_send of its valid call, send_only or not. */
+typedef int (*receive_in_send_flag_t)(fixture_t *f, uint32_t send_only);
+
+static int dispatch_wait_in_send(fixture_t *f, uint32_t send_only)
+{
+    ncclx_ep_ll_dispatch_desc_t d;
+    ncclxEpDispatchArgs_t a = valid_dispatch(f, NONE);
+    a.send_only = send_only;
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+    return d.wait_in_send;
+}
+
+static int combine_reduce_in_send(fixture_t *f, uint32_t send_only)
+{
+    ncclx_ep_ll_combine_desc_t c;
+    ncclxEpCombineArgs_t a = valid_combine(f);
+    a.send_only = send_only;
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f->handle, &a, &c));
+    return c.reduce_in_send;
+}
+
+/* The conditions both share, on a fixture of R ranks: not send_only, one load/store domain (no
+ * emulated or GIN network), at most NCCLX_EP_THREADS ranks.  Leaves the fixture at
+ * NCCLX_EP_THREADS ranks without a network. */
+static void check_receive_in_send(fixture_t *f, receive_in_send_flag_t flag)
+{
+    f->group.desc.ranks = R;
+    assert_int_equal(flag(f, 0), 1);
+    assert_int_equal(flag(f, 1), 0);
+    f->group.desc.net.kind = NCCLX_NET_EMULATED;
+    assert_int_equal(flag(f, 0), 0);
+    f->group.desc.net.kind = NCCLX_NET_GIN;
+    assert_int_equal(flag(f, 0), 0);
+    f->group.desc.net.kind = NCCLX_NET_NONE;
+    f->group.desc.ranks = NCCLX_EP_THREADS;
+    assert_int_equal(flag(f, 0), 1);
+    f->group.desc.ranks = NCCLX_EP_THREADS + 1;
+    assert_int_equal(flag(f, 0), 0);
+    f->group.desc.ranks = NCCLX_EP_THREADS;
+}
+
 /* The dispatch's wait moves into the send's last block only where that cannot block or
  * slow the send: not send_only (its send must end without waiting for peers), not across
  * load/store domains (the network kernel enqueued after the send signals remote ranks, so a
@@ -19,29 +61,8 @@ static void test_wait_in_send(void **state)
     static const uint32_t layouts[] = {EM, RM};
     for (int l = 0; l < 2; l++) {
         fixture_t f;
-        ncclx_ep_ll_dispatch_desc_t d;
         make_fixture(&f, layouts[l]);
-        f.group.desc.ranks = R;
-        ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 1);
-        a.send_only = 1;
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 0);
-        a.send_only = 0;
-        f.group.desc.net.kind = NCCLX_NET_EMULATED;
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 0);
-        f.group.desc.net.kind = NCCLX_NET_GIN;
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 0);
-        f.group.desc.net.kind = NCCLX_NET_NONE;
-        f.group.desc.ranks = NCCLX_EP_THREADS;
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 1);
-        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.wait_in_send, 0);
+        check_receive_in_send(&f, dispatch_wait_in_send);
     }
 }
 
@@ -61,26 +82,9 @@ static void test_reduce_in_send(void **state)
     for (int l = 0; l < 2; l++) {
         fixture_t f;
         ncclx_ep_ll_combine_desc_t c;
+        ncclxEpCombineArgs_t a;
         make_fixture(&f, layouts[l]);
-        f.group.desc.ranks = R;
-        ncclxEpCombineArgs_t a = valid_combine(&f);
-        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-        assert_int_equal(c.reduce_in_send, 1);
-        a.send_only = 1;
-        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-        assert_int_equal(c.reduce_in_send, 0);
-        a.send_only = 0;
-        f.group.desc.net.kind = NCCLX_NET_EMULATED;
-        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-        assert_int_equal(c.reduce_in_send, 0);
-        f.group.desc.net.kind = NCCLX_NET_GIN;
-        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-        assert_int_equal(c.reduce_in_send, 0);
-        f.group.desc.net.kind = NCCLX_NET_NONE;
-        f.group.desc.ranks = NCCLX_EP_THREADS + 1;
-        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-        assert_int_equal(c.reduce_in_send, 0);
-        f.group.desc.ranks = NCCLX_EP_THREADS;
+        check_receive_in_send(&f, combine_reduce_in_send);
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             f.group.plan.hidden = sizes[i].hidden;
             replan(&f);
