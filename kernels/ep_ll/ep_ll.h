@@ -54,8 +54,9 @@ typedef struct {
     int rank, ranks, local_experts, num_experts;
     int max_tokens, max_topk, hidden;
     int blocks; /* grid size of the data-moving kernels */
-    /* A receive kernel may be launched before its send ended (early_recv): the rank has a GPU
-     * of compute capability 9.0 or later to itself (not a loopback team of several ranks). */
+    /* A receive kernel may be launched before its send ended (early_recv), and a zero-copy
+     * send before its board kernel ended: the rank has a GPU of compute capability 9.0 or
+     * later to itself (not a loopback team of several ranks). */
     int early_launch;
     /* device: symmetric arena base of each rank of this rank's load/store domain, ranks
      * [lsa_base, lsa_base + lsa_size): peers[r - lsa_base] (peer_base).  Every other rank is

@@ -113,10 +113,16 @@ __device__ __forceinline__ void write_headers(const ncclx_ep_ll_handle_desc_t &h
     }
 }
 
-// FP8 recipe: elements [begin, end) of a BF16 row.  A lane owns 4 elements of each
-// 128-element block; a warp step loads kFp8Blocks blocks at once (8-byte loads) before it
-// reduces, scales and stores them, so several loads are in flight per lane.
-constexpr int kFp8Blocks = 4;
+// FP8 recipe: elements [begin, end) of a BF16 row (begin and end multiples of 128: the plan
+// refuses FP8 for a hidden size that is not).  A warp step takes kFp8Steps x 512 elements; in
+// each 512, lane i owns the 16 elements from 16 i, so the 8 lanes of a 128-element block reduce
+// its amax in 3 shuffles, and each lane stores its 16 FP8 bytes with one 16-byte store per
+// destination (a lane of 4 elements took 5 shuffles a block and 4-byte stores: the FP8 send was
+// bound by those instructions, not by its bytes).  All loads of a step are issued before the
+// first is used, so kFp8Steps x 32 bytes are in flight per lane.
+constexpr int kFp8Steps = 2;
+constexpr int kFp8LaneElems = 16;
+constexpr int kFp8StepElems = kFp8LaneElems * kWarpSize;
 
 __device__ __forceinline__ float bf16_bits_to_float(unsigned bits16)
 {
@@ -136,47 +142,79 @@ __device__ __forceinline__ float fp8_scale(float amax, int round_scales)
     return scale;
 }
 
+// Two BF16 elements packed in one word, to FP8 E4M3 bytes of x / scale (round to nearest,
+// saturated to the finite range), as two bytes of the result.
+__device__ __forceinline__ unsigned fp8_pair(unsigned two_bf16, float scale)
+{
+    const unsigned lo = __nv_cvt_float_to_fp8(bf16_bits_to_float(two_bf16 & 0xffffu) / scale,
+                                              __NV_SATFINITE, __NV_E4M3);
+    const unsigned hi = __nv_cvt_float_to_fp8(bf16_bits_to_float(two_bf16 >> 16) / scale,
+                                              __NV_SATFINITE, __NV_E4M3);
+    return lo | (hi << 8);
+}
+
+__device__ __forceinline__ float bf16_pair_amax(unsigned two_bf16, float amax)
+{
+    return fmaxf(amax, fmaxf(fabsf(bf16_bits_to_float(two_bf16 & 0xffffu)),
+                             fabsf(bf16_bits_to_float(two_bf16 >> 16))));
+}
+
 __device__ void quantize_fp8_to(const ncclx_ep_ll_dispatch_desc_t &a, const __nv_bfloat16 *row,
                                 const LaneTargets &payload, const LaneTargets &scale_rows,
                                 int begin, int end, int lane)
 {
-    for (int b0 = begin; b0 < end; b0 += 128 * kFp8Blocks) {
-        uint2 raw[kFp8Blocks];
+    for (int b0 = begin; b0 < end; b0 += kFp8StepElems * kFp8Steps) {
+        uint4 raw[kFp8Steps][2];
 #pragma unroll
-        for (int u = 0; u < kFp8Blocks; u++) {
-            const int b = b0 + u * 128;
+        for (int u = 0; u < kFp8Steps; u++) {
+            const int b = b0 + u * kFp8StepElems + lane * kFp8LaneElems;
             if (b < end) {
-                raw[u] = *reinterpret_cast<const uint2 *>(row + b + lane * 4);
+                const uint4 *from = reinterpret_cast<const uint4 *>(row + b);
+                raw[u][0] = from[0];
+                raw[u][1] = from[1];
+            } else { // past the end: amax and q ignore it, but it is defined
+                raw[u][0] = raw[u][1] = make_uint4(0, 0, 0, 0);
             }
         }
 #pragma unroll
-        for (int u = 0; u < kFp8Blocks; u++) {
-            const int b = b0 + u * 128;
-            if (b >= end) {
+        for (int u = 0; u < kFp8Steps; u++) {
+            const int b = b0 + u * kFp8StepElems + lane * kFp8LaneElems;
+            // A step that starts past the end does so for every lane: the warp leaves together.
+            if (b0 + u * kFp8StepElems >= end) {
                 break;
             }
-            float x[4] = {
-                bf16_bits_to_float(raw[u].x & 0xffffu), bf16_bits_to_float(raw[u].x >> 16),
-                bf16_bits_to_float(raw[u].y & 0xffffu), bf16_bits_to_float(raw[u].y >> 16)};
-            float amax = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+            // The lanes past the chunk's end (a last step of fewer than 512 elements) take part
+            // in the shuffles, which every lane must reach, and store nothing.
+            const bool mine = b < end;
+            const unsigned w[8] = {raw[u][0].x, raw[u][0].y, raw[u][0].z, raw[u][0].w,
+                                   raw[u][1].x, raw[u][1].y, raw[u][1].z, raw[u][1].w};
+            float amax = 0.0f;
+            if (mine) {
 #pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) {
+                for (int i = 0; i < 8; i++) {
+                    amax = bf16_pair_amax(w[i], amax);
+                }
+            }
+#pragma unroll
+            for (int offset = 4; offset > 0; offset >>= 1) { // the 8 lanes of this lane's block
                 amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
             }
             const float scale = fp8_scale(amax, a.round_scales);
-            unsigned q = 0;
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                __nv_fp8_storage_t v =
-                    __nv_cvt_float_to_fp8(x[i] / scale, __NV_SATFINITE, __NV_E4M3);
-                q |= (unsigned)v << (8 * i);
+            uint4 q = make_uint4(0, 0, 0, 0);
+            if (mine) {
+                q.x = fp8_pair(w[0], scale) | (fp8_pair(w[1], scale) << 16);
+                q.y = fp8_pair(w[2], scale) | (fp8_pair(w[3], scale) << 16);
+                q.z = fp8_pair(w[4], scale) | (fp8_pair(w[5], scale) << 16);
+                q.w = fp8_pair(w[6], scale) | (fp8_pair(w[7], scale) << 16);
             }
             for (unsigned rest = payload.lanes; rest != 0; rest &= rest - 1) {
                 const int j = __ffs(rest) - 1;
                 char *p = target_of(payload, j), *sp = target_of(scale_rows, j);
-                *reinterpret_cast<unsigned *>(p + b + lane * 4) = q;
-                if (lane == 0) {
-                    reinterpret_cast<float *>(sp)[b / 128] = scale;
+                if (mine) {
+                    *reinterpret_cast<uint4 *>(p + b) = q;
+                    if (lane % 8 == 0) {
+                        reinterpret_cast<float *>(sp)[b / 128] = scale;
+                    }
                 }
             }
         }
@@ -296,6 +334,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
         h.zero_copy_starts[e] = start;
     }
+    // The send (launched early on a rank alone on its GPU) may have its blocks scheduled now:
+    // after the wait for the boards, so that a slow peer holds this one block, not the send's
+    // grid; it reads the starts only after this grid has ended (wait_for_previous_grid).
+    allow_early_launch();
 }
 
 // Zero copy: lane k's row of token t for its top-k entry, at its final place in the rows of the
@@ -418,6 +460,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
+    if (kZeroCopy) {
+        wait_for_previous_grid(); // launched early after the board kernel: its starts first
+    }
     __shared__ LiveView view;
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
@@ -747,13 +792,15 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
         if (err != cudaSuccess) {
             return err;
         }
-        if (fp8) {
-            ncclx::dispatch_send_kernel<true, true>
-                <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
-        } else {
-            ncclx::dispatch_send_kernel<false, true>
-                <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+        // On a rank alone on its GPU the send is scheduled while the board kernel ends.
+        err = ncclx::launch_after(g->early_launch != 0,
+                                  fp8 ? ncclx::dispatch_send_kernel<true, true>
+                                      : ncclx::dispatch_send_kernel<false, true>,
+                                  blocks, NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
+        if (err == cudaSuccess && g->net.kind != NCCLX_NET_NONE) {
+            err = ncclx_ep_ll_launch_dispatch_net(g, h, a, stream);
         }
+        return err;
     } else if (fp8) {
         ncclx::dispatch_send_kernel<true, false>
             <<<blocks, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);

@@ -124,7 +124,8 @@ static void test_grid_7_blocks(void **state)
 }
 
 /* 33 blocks on 6 ranks, hidden 2944 = 23 FP8 blocks: two 4096-byte chunks of BF16 input, the
- * second of 7 blocks (the quantizer's 4-block steps end short). */
+ * second of 7 blocks: the quantizer's second 512-element step of that chunk holds 3 blocks, so
+ * lanes 24-31 (a fourth block, past the end) load and store nothing but join the shuffles. */
 static void test_grid_33_blocks(void **state)
 {
     const shape_t s = {6, 5, 8, 2944, 128, 33, 0, 0};

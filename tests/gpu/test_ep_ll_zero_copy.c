@@ -17,14 +17,16 @@
  * CUDA graph per rank and replayed with new routings and data, a rank-major handle of a
  * zero-copy group (alone, and between an expert-major dispatch and its combine: the rows stay
  * valid until the next expert-major dispatch), two expert-major handles dispatched one after
- * the other and the first combined from the rows, and ncclxEpGroupGetLlBuffers (the rows' shape;
- * refused without zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays a
- * run's random data.
+ * the other and the first combined from the rows, the kernels a captured dispatch holds and
+ * which of them a rank alone on its GPU launches early, and ncclxEpGroupGetLlBuffers (the rows'
+ * shape; refused without zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays
+ * a run's random data.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu/ep_ll_harness.h"
+#include "gpu/ep_ll_launches.h"
 #include "gpu/ep_ll_short.h"
 
 #define ALL_RANKS 0xffffu
@@ -378,6 +380,52 @@ static void test_graph_capture(void **state)
     ep_team_close(&t);
 }
 
+/* ---- kernels per zero-copy dispatch ---- */
+
+/* A zero-copy dispatch that receives at once is three kernels: the boards, the send (which
+ * waits for the sources in its last block) and the receive's bookkeeping.  A rank alone on its
+ * GPU (the singleton) launches both the send (after the boards) and the receive (after the
+ * send) early: two programmatic edges.  A send_only one is four (boards, send; then the wait
+ * and the receive at ncclxEpComplete) with the boards-to-send edge alone.  A loopback team
+ * launches nothing early.  Every graph replayed on every rank must give the exact outputs. */
+static void zc_launches_case(ep_team_t *t, const ep_case_t *k)
+{
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    cudaGraphExec_t exec[EP_MAX_RANKS];
+    ep_run_alloc(&run, t, k);
+    ep_run_zero_copy(&run, ALL_RANKS, 0);
+    ep_alloc_arm();
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(t);
+    for (uint32_t send_only = 0; send_only < 2; send_only++) {
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            size_t early = 0;
+            assert_int_equal(ep_capture_op(&run, r, 0, send_only, &exec[r], &early), 3 + send_only);
+            assert_int_equal(early, ep_launches_early(t, r) ? 2 - send_only : 0);
+        }
+        ep_replay_and_check(&run, exec, 0);
+    }
+    ep_run_destroy(&run);
+    ep_alloc_assert_none("zero-copy dispatch launches");
+    ep_run_free(&run);
+}
+
+static void test_dispatch_launches(void **state)
+{
+    ep_team_t t;
+    (void)state;
+    ep_rng_reset("zc_launches");
+    open_zc_team(&t, 4, 0);
+    zc_launches_case(&t, &bf16_em);
+    ep_team_close(&t);
+    open_zc_team(&t, 0, 0);
+    zc_launches_case(&t, &bf16_em);
+    zc_launches_case(&t, &fp8_em);
+    ep_team_close(&t);
+}
+
 /* ---- rank-major handles of a zero-copy group ---- */
 
 /* An expert-major handle receiving in place and a rank-major one, alternating: dispatch em,
@@ -581,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_loopback_singleton),
         cmocka_unit_test(test_singleton_communicator),
         cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_dispatch_launches),
         cmocka_unit_test(test_rank_major_handle),
         cmocka_unit_test(test_two_handles),
     };
