@@ -391,22 +391,15 @@ static void test_graph_capture(void **state)
  * on every rank of the team must give the exact outputs. */
 static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
 {
+    static const size_t early[2] = {1, 0};
     ep_run_t run;
     ep_routing_t rt = ep_routing_default();
-    cudaGraphExec_t exec[EP_MAX_RANKS];
     ep_run_alloc(&run, t, k);
     ep_alloc_arm();
     ep_run_fill(&run, &rt);
     ep_run_create(&run);
     ep_team_sync(t);
-    for (uint32_t send_only = 0; send_only < 2; send_only++) {
-        for (uint32_t r = 0; r < t->ranks; r++) {
-            size_t early = 0;
-            assert_int_equal(ep_capture_op(&run, r, 0, send_only, &exec[r], &early), 2 + send_only);
-            assert_int_equal(early, ep_launches_early(t, r) && !send_only);
-        }
-        ep_replay_and_check(&run, exec, 0);
-    }
+    ep_check_dispatch_launches(&run, 2, early);
     ep_run_destroy(&run);
     ep_alloc_assert_none("dispatch launches");
     ep_run_free(&run);
