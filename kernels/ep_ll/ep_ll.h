@@ -167,6 +167,9 @@ typedef struct {
      * rank's expert_out is its zero-copy rows, so its send stores no row and signals pull
      * (docs/ep-ll.md, "Zero copy"). */
     int zero_copy, pull;
+    int signal_in_recv; /* pull on a rank alone on its GPU, not send_only and not reduce_in_send:
+                           no send kernel; the receive's first block signals, then every block
+                           waits and reduces (one kernel per combine; early_recv is 0) */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */

@@ -11,7 +11,7 @@
  * is not send_only, on one load/store domain, is received by the send's last block instead
  * (reduce_in_send): one kernel per combine.  Zero copy (docs/ep-ll.md): a rank whose expert
  * outputs are its zero-copy rows stores nothing and says so in its signal (a.pull); the receive
- * reads that rank's rows where the handle's dispatch put them (combine_row), so each row moves
+ * reads that rank's rows where the handle's dispatch put them (token_rows), so each row moves
  * once.
  */
 #include <algorithm>
@@ -106,94 +106,107 @@ struct CombineSources {
     LiveView arrived, pulled;
 };
 
-// The rows that make out[t]: bit q of the result is set when row q of the token counts.
-// Expert-major: row q is top-k entry q (skipped for -1, for experts on ranks that did not arrive
-// in this combine, and for a pulled row the handle's dispatch put nowhere).  Rank-major: row q
-// is the q-th destination rank in rank order (every destination counts in the order, arrived or
-// not, as in dispatch), pre-weighted.
+// The rows that make out[t], as a warp learns them once per (token, chunk) unit: bit q of rows is
+// set when row q of the token counts, and lane q holds row q's address (mine) and weight (w), so
+// that the reduce's loads need no further lookup (the lookups of every row are in flight at once,
+// one round trip, instead of one chain of them per batch of rows).  Expert-major: row q is top-k
+// entry q (skipped for -1, for experts on ranks that did not arrive in this combine, and for a
+// pulled row the handle's dispatch put nowhere); it is read in this rank's combine slot (t, q),
+// or, pulled, in the zero-copy rows of the entry's rank, at the place the handle's dispatch
+// stored the token's row for that expert (the expert's row block, this rank's start among its
+// sources, the token's slot among this rank's tokens to the expert).  Rank-major: row q is the
+// q-th destination rank in rank order (every destination counts in the order, arrived or not, as
+// in dispatch), pre-weighted, in slot (t, q).
+struct TokenRows {
+    unsigned rows;
+    const char *mine;
+    float w;
+};
+
 template <bool kZeroCopy>
-__device__ __forceinline__ unsigned
-token_rows(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
-           const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, int t, int lane)
+__device__ __forceinline__ TokenRows token_rows(const ncclx_ep_ll_group_desc_t &g,
+                                                const ncclx_ep_ll_handle_desc_t &h,
+                                                const ncclx_ep_ll_combine_desc_t &a,
+                                                const CombineSources &from, char *self, int parity,
+                                                int t, int lane)
 {
-    const int K = h.topk;
-    const int e = lane < K ? h.idx[t * K + lane] : -1;
+    const int K = h.topk, i = t * K + lane;
+    const int e = lane < K ? h.idx[i] : -1;
     const int d = e >= 0 ? e / g.local_experts : -1;
-    if (h.expert_major) {
-        const bool placed =
-            !kZeroCopy || d < 0 || !from.pulled.has(d) || h.zero_copy_starts[e] >= 0;
-        return __ballot_sync(0xffffffffu, d >= 0 && from.arrived.has(d) && placed);
+    TokenRows r;
+    r.mine = combine_slot(self, g, parity, t, lane);
+    r.w = 1.0f;
+    if (!h.expert_major) {
+        bool first;
+        const int order = destination_order(d, first);
+        r.rows = __reduce_or_sync(0xffffffffu, first && from.arrived.has(d) ? 1u << order : 0u);
+        return r;
     }
-    bool first;
-    const int order = destination_order(d, first);
-    return __reduce_or_sync(0xffffffffu, first && from.arrived.has(d) ? 1u << order : 0u);
-}
-
-// Where row q of token t is read: in this rank's combine slot (t, q), or, pulled, in the
-// zero-copy rows of the entry's rank, at the place the handle's dispatch stored the token's row
-// for that expert (the expert's row block, this rank's start among its sources, the token's slot
-// among this rank's tokens to the expert), of the combine's row size.
-template <bool kZeroCopy>
-__device__ __forceinline__ const char *
-combine_row(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
-            const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, char *self, int parity,
-            int t, int q)
-{
-    if (kZeroCopy) {
-        const int i = t * h.topk + q, e = h.idx[i], d = e / g.local_experts;
-        if (from.pulled.has(d)) {
-            const size_t pos = (size_t)(e - d * g.local_experts) * g.ranks * g.max_tokens +
-                               (size_t)h.zero_copy_starts[e] + (size_t)h.expert_slot[i];
-            return peer_base(g, d) + g.zero_copy_rows + pos * g.hidden * dtype_bytes(a.dtype);
-        }
+    const bool pulled = kZeroCopy && d >= 0 && from.pulled.has(d);
+    // Independent loads, issued together.
+    const int start = pulled ? h.zero_copy_starts[e] : 0;
+    const int slot = pulled ? h.expert_slot[i] : 0;
+    r.w = lane < K ? a.topk_weights[i] : 0.0f;
+    if (pulled && start >= 0) {
+        const size_t pos = (size_t)(e - d * g.local_experts) * g.ranks * g.max_tokens +
+                           (size_t)start + (size_t)slot;
+        r.mine = peer_base(g, d) + g.zero_copy_rows + pos * g.hidden * dtype_bytes(a.dtype);
     }
-    return combine_slot(self, g, parity, t, q);
+    r.rows = __ballot_sync(0xffffffffu, d >= 0 && from.arrived.has(d) && (!pulled || start >= 0));
+    return r;
 }
 
-// Weight of row q of token t (rank-major rows come weighted).
-__device__ __forceinline__ double row_weight(const ncclx_ep_ll_handle_desc_t &h,
-                                             const ncclx_ep_ll_combine_desc_t &a, int t, int q)
-{
-    return h.expert_major ? (double)a.topk_weights[t * h.topk + q] : 1.0;
-}
-
-// Sum of the token's rows over 8 elements at first, kBatch rows' loads in flight at once.
-template <bool kZeroCopy, int kElemBytes, int kBatch>
-__device__ __forceinline__ void
-reduce_vector(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
-              const ncclx_ep_ll_combine_desc_t &a, const CombineSources &from, char *self,
-              int parity, int t, size_t first, unsigned rows, double acc[kElemsPerLane])
+// Adds the token's rows (in row order, so the sum is the same bits every time) over the 8
+// elements at `first` to acc, kBatch rows' loads in flight at once.  Every lane of the warp calls
+// it (the rows' addresses come by shuffles); a lane past the row's end (first >= H) adds nothing,
+// one whose 8 elements are not a whole 16-byte piece (not vector) adds them one by one.
+template <int kElemBytes, int kBatch>
+__device__ __forceinline__ void reduce_rows(const TokenRows &r, int dtype, int first, int H,
+                                            bool vector, double acc[kElemsPerLane])
 {
     constexpr int kWords = kElemBytes * kElemsPerLane / 16;
-    while (rows != 0) {
+    for (unsigned rows = r.rows; rows != 0;) {
         // A batch short of rows repeats its first row's load and skips its sum.
-        int q[kBatch];
+        const int q0 = __ffs(rows) - 1;
+        const char *src[kBatch];
+        float w[kBatch];
+        bool use[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; b++) {
-            q[b] = rows != 0 ? __ffs(rows) - 1 : -1;
+            use[b] = rows != 0;
+            const int q = use[b] ? __ffs(rows) - 1 : q0;
             rows &= rows - 1;
+            src[b] = reinterpret_cast<const char *>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.mine), q));
+            w[b] = __shfl_sync(0xffffffffu, r.w, q);
         }
-        uint4 raw[kBatch][kWords];
+        if (vector) {
+            uint4 raw[kBatch][kWords];
 #pragma unroll
-        for (int b = 0; b < kBatch; b++) {
-            const uint4 *src = reinterpret_cast<const uint4 *>(
-                combine_row<kZeroCopy>(g, h, a, from, self, parity, t, q[b] >= 0 ? q[b] : q[0]) +
-                first * kElemBytes);
+            for (int b = 0; b < kBatch; b++) {
+                const uint4 *from = reinterpret_cast<const uint4 *>(src[b] + (size_t)first * kElemBytes);
 #pragma unroll
-            for (int i = 0; i < kWords; i++) {
-                raw[b][i] = src[i];
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; b++) {
-            if (q[b] >= 0) {
-                const double w = row_weight(h, a, t, q[b]);
-                double x[kElemsPerLane];
-                load8(reinterpret_cast<const char *>(raw[b]), a.dtype, x);
-#pragma unroll
-                for (int i = 0; i < kElemsPerLane; i++) {
-                    acc[i] = fma(w, x[i], acc[i]);
+                for (int i = 0; i < kWords; i++) {
+                    raw[b][i] = from[i];
                 }
+            }
+#pragma unroll
+            for (int b = 0; b < kBatch; b++) {
+                if (use[b]) {
+                    double x[kElemsPerLane];
+                    load8(reinterpret_cast<const char *>(raw[b]), dtype, x);
+#pragma unroll
+                    for (int i = 0; i < kElemsPerLane; i++) {
+                        acc[i] = fma((double)w[b], x[i], acc[i]);
+                    }
+                }
+            }
+            continue;
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+            for (int i = 0; use[b] && i < kElemsPerLane && first + i < H; i++) {
+                acc[i] = fma((double)w[b], (double)load_as_float(src[b], first + i, dtype), acc[i]);
             }
         }
     }
@@ -232,31 +245,20 @@ reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
-        const unsigned rows = token_rows<kZeroCopy>(g, h, a, from, t, lane);
-        if (first >= H) {
-            continue;
-        }
+        const TokenRows rows = token_rows<kZeroCopy>(g, h, a, from, self, parity, t, lane);
         const bool vector = vector_rows && first + kElemsPerLane <= H;
         double acc[kElemsPerLane];
 #pragma unroll
         for (int x = 0; x < kElemsPerLane; x++) {
             acc[x] = 0.0;
         }
-        if (vector && esize == 2) {
-            reduce_vector<kZeroCopy, 2, 4>(g, h, a, from, self, parity, t, (size_t)first, rows,
-                                           acc);
-        } else if (vector) {
-            reduce_vector<kZeroCopy, 4, 2>(g, h, a, from, self, parity, t, (size_t)first, rows,
-                                           acc);
+        if (esize == 2) {
+            reduce_rows<2, 4>(rows, a.dtype, first, H, vector, acc);
         } else {
-            for (unsigned rest = rows; rest != 0; rest &= rest - 1) {
-                const int q = __ffs(rest) - 1;
-                const double w = row_weight(h, a, t, q);
-                const char *slot = combine_row<kZeroCopy>(g, h, a, from, self, parity, t, q);
-                for (int i = 0; i < kElemsPerLane && first + i < H; i++) {
-                    acc[i] = fma(w, (double)load_as_float(slot, first + i, a.dtype), acc[i]);
-                }
-            }
+            reduce_rows<4, 2>(rows, a.dtype, first, H, vector, acc);
+        }
+        if (first >= H) {
+            continue;
         }
         char *out = static_cast<char *>(a.out) + (size_t)t * H * esize;
         if (vector) {
@@ -265,6 +267,26 @@ reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
             for (int i = 0; i < kElemsPerLane && first + i < H; i++) {
                 store_from_double(a.out, (size_t)t * H + first + i, acc[i], a.dtype);
             }
+        }
+    }
+}
+
+// Every thread of the block: this rank's combine signal, with count, to every rank in view of its
+// load/store domain (a remote one is signalled after its puts: ep_ll_net.cu); nothing from a rank
+// that is out of the group.  Before it, the wait for the rows of ranks evicted while late.
+__device__ __forceinline__ void signal_combine(const ncclx_ep_ll_group_desc_t &g,
+                                               const ncclx_ep_ll_combine_desc_t &a,
+                                               const LiveView &view, const Op &op, unsigned count)
+{
+    // One answer for the whole block: wait_late_rows synchronizes it.
+    if (block_self_out(g)) {
+        return;
+    }
+    (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
+    for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
+        if (view.has(d) && !is_remote(g, d)) {
+            st_release_sys(signal_at(peer_base(g, d), g, op.parity, g.rank, 1),
+                           ncclx_ep_signal_word(op.tag, a.op, count));
         }
     }
 }
@@ -352,17 +374,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         // first SMs the copy freed, two to an SM: the 32-token combine of one rank was 4.6%
         // slower on one H100).
         allow_early_launch();
-        // One answer for the whole block: wait_late_rows synchronizes it.
-        if (!block_self_out(g)) {
-            (void)wait_late_rows(g); /* a late rank past the deadline is reported there */
-            for (int d = threadIdx.x; d < g.ranks; d += blockDim.x) {
-                if (view.has(d) && !is_remote(g, d)) { // remote: after its puts (ep_ll_net.cu)
-                    st_release_sys(signal_at(peer_base(g, d), g, parity, g.rank, 1),
-                                   ncclx_ep_signal_word(op.tag, a.op,
-                                                        kZeroCopy && a.pull ? kCombinePulled : 0));
-                }
-            }
-        }
+        signal_combine(g, a, view, op, kZeroCopy && a.pull ? kCombinePulled : 0);
         progress_end(g);
         // A small combine that receives at once waits and reduces here, in the one block left,
         // instead of in a kernel of its own (a launch and a grid-wide last-block election less
@@ -392,6 +404,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     wait_for_previous_grid(); // launched early (early_recv): the send must have ended
     load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
+    // A pulled combine of a rank alone on its GPU has no send kernel: this rank's signal (its
+    // rows are where its experts wrote them) comes from the first block, before it waits.
+    if (kZeroCopy && a.signal_in_recv && blockIdx.x == 0) {
+        signal_combine(g, a, view, op, kCombinePulled);
+    }
     // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
     reduce_tokens<kZeroCopy>(g, h, a, view, from, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
                              gridDim.x * kWarps);
@@ -408,6 +425,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        const ncclx_ep_ll_combine_desc_t *a,
                                                        cudaStream_t stream)
 {
+    if (a->signal_in_recv) {
+        return cudaSuccess; // the receive's first block signals
+    }
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
     // A pulled combine's send only signals: one block.
     const int blocks = a->pull ? 1 : g->blocks;

@@ -374,6 +374,14 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
      * its GPU to itself (see ncclx_ep_ll_launch_combine_recv). */
     d.early_recv = receive_in_send && !d.reduce_in_send && h->group->desc.early_launch;
     NCCLX_CHECK(ncclx_ll_pull_desc(h, a, &d));
+    /* A pulled combine's send only signals.  On a rank alone on its GPU the receive's first
+     * block does that, so the combine is one kernel; elsewhere (a loopback team) the one-block
+     * send stays: a receive grid whose blocks wait for peers must not hold the SMs that a peer
+     * needs to start its own before it has signalled. */
+    if (d.pull && d.early_recv) {
+        d.signal_in_recv = 1;
+        d.early_recv = 0;
+    }
     *out = d;
     return ncclxSuccess;
 }

@@ -17,8 +17,8 @@
  * CUDA graph per rank and replayed with new routings and data, a rank-major handle of a
  * zero-copy group (alone, and between an expert-major dispatch and its combine: the rows stay
  * valid until the next expert-major dispatch), two expert-major handles dispatched one after
- * the other and the first combined from the rows, the kernels a captured dispatch holds and
- * which of them a rank alone on its GPU launches early, and ncclxEpGroupGetLlBuffers (the rows'
+ * the other and the first combined from the rows, the kernels a captured dispatch and combine
+ * hold and which of them a rank alone on its GPU launches early (a pulled combine: one kernel), and ncclxEpGroupGetLlBuffers (the rows'
  * shape; refused without zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays
  * a run's random data.
  */
@@ -419,6 +419,67 @@ static void test_dispatch_launches(void **state)
     ep_team_close(&t);
 }
 
+/* ---- kernels per zero-copy combine ---- */
+
+/* A pulled combine (the rank's expert outputs in its zero-copy rows) too large to reduce in its
+ * send is one kernel on a rank alone on its GPU (the singleton): the receive, whose first block
+ * signals; on a loopback team two (the one-block signalling send, the receive).  A combine of the
+ * caller's expert_out is two kernels, the receive launched early on the singleton.  send_only:
+ * two kernels (the send; the receive at ncclxEpComplete), nothing early.  `pulled`: bit r, rank
+ * r's expert outputs are in its rows (the others' in their own buffers).  24 tokens a rank: 48
+ * units, past what a send reduces.  Every graph replayed on every rank must give the exact
+ * outputs, and an eager combine of each kind after the replays too. */
+static void zc_combine_launches_case(ep_team_t *t, uint32_t pulled)
+{
+    ep_run_t run;
+    ep_routing_t rt = ep_routing_default();
+    cudaGraphExec_t exec[EP_MAX_RANKS];
+    rt.keep_tokens = 1;
+    ep_run_alloc(&run, t, &bf16_em);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        run.r[r].num_tokens = 24;
+    }
+    ep_run_zero_copy(&run, ALL_RANKS, pulled);
+    ep_alloc_arm();
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(t);
+    ep_run_dispatch_and_check(&run, 0);
+    for (uint32_t r = 0; r < t->ranks; r++) {
+        ep_run_stage_expert_out(&run, r);
+    }
+    ep_team_sync(t);
+    for (uint32_t send_only = 0; send_only < 2; send_only++) {
+        for (uint32_t r = 0; r < t->ranks; r++) {
+            const int alone = ep_launches_early(t, r), pulls = (pulled >> r) & 1u;
+            size_t early = 0;
+            assert_int_equal(ep_capture_op(&run, r, 1, send_only, &exec[r], &early),
+                             alone && pulls && !send_only ? 1 : 2);
+            assert_int_equal(early, alone && !pulls && !send_only);
+        }
+        ep_replay_and_check(&run, exec, 1);
+        ep_run_combine_and_check(&run, send_only);
+    }
+    ep_run_destroy(&run);
+    ep_alloc_assert_none("zero-copy combine launches");
+    ep_run_free(&run);
+}
+
+static void test_combine_launches(void **state)
+{
+    ep_team_t t;
+    (void)state;
+    ep_rng_reset("zc_combine_launches");
+    open_zc_team(&t, 4, 0);
+    zc_combine_launches_case(&t, ALL_RANKS);
+    zc_combine_launches_case(&t, 0x5u);
+    ep_team_close(&t);
+    open_zc_team(&t, 0, 0);
+    zc_combine_launches_case(&t, ALL_RANKS);
+    zc_combine_launches_case(&t, 0);
+    ep_team_close(&t);
+}
+
 /* ---- rank-major handles of a zero-copy group ---- */
 
 /* An expert-major handle receiving in place and a rank-major one, alternating: dispatch em,
@@ -623,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_singleton_communicator),
         cmocka_unit_test(test_graph_capture),
         cmocka_unit_test(test_dispatch_launches),
+        cmocka_unit_test(test_combine_launches),
         cmocka_unit_test(test_rank_major_handle),
         cmocka_unit_test(test_two_handles),
     };

@@ -3,8 +3,8 @@
  *
  * Which kernels a valid LL dispatch or combine takes (lib/ep/ep_ll_args.c), on the fixture of
  * ep_ll_args_fixture.h, without a GPU: the dispatch's wait in the send's last block, the small
- * combine reduced there, the receive launched early, and the zero-copy dispatch (in place or
- * with one more copy, and its refusals).  The argument checks themselves are
+ * combine reduced there, the receive launched early, the zero-copy dispatch (in place or
+ * with one more copy, and its refusals), and the pulled combine's signal from its receive.  The argument checks themselves are
  * tests/unit/test_ep_args.c.
  */
 #include "ep_ll_args_fixture.h"
@@ -297,12 +297,51 @@ static void test_zero_copy_combine(void **state)
     assert_int_equal(d.zero_copy + d.pull, 0);
 }
 
+/* A pulled combine (expert_out the group's zero-copy rows) has no send kernel exactly where a
+ * combine's receive would be launched early: its receive's first block signals (signal_in_recv)
+ * and nothing is launched early.  Not on a loopback team of several ranks (no early_launch), not
+ * send_only, not for a combine reduced in its send, and never for a combine that sends its rows
+ * (the caller's expert_out), which keeps its early receive. */
+static void test_signal_in_recv(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_combine_desc_t c;
+    make_fixture(&f, EM);
+    f.group.plan.zero_copy = 1;
+    f.group.plan.hidden = 1032; /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+    replan(&f);
+    f.group.desc.zero_copy = 1;
+    f.group.desc.ranks = R;
+    f.group.zero_copy_tokens = PTR(20);
+    for (int alone = 0; alone < 2; alone++) {
+        f.group.desc.early_launch = alone;
+        for (uint32_t send_only = 0; send_only < 2; send_only++) {
+            for (int tokens = 6; tokens <= 7; tokens++) {
+                for (int pulled = 0; pulled < 2; pulled++) {
+                    f.handle.desc.num_tokens = tokens;
+                    ncclxEpCombineArgs_t a = valid_combine(&f);
+                    a.send_only = send_only;
+                    a.expert_out.shape[2] = a.out.shape[1] = 1032;
+                    a.expert_out.data = pulled ? PTR(20) : PTR(11);
+                    memset(&c, 0x5a, sizeof(c));
+                    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+                    const int large = !send_only && tokens == 7;
+                    assert_int_equal(c.pull, pulled);
+                    assert_int_equal(c.signal_in_recv, alone && large && pulled);
+                    assert_int_equal(c.early_recv, alone && large && !pulled);
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
         cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
-        cmocka_unit_test(test_zero_copy_combine),
+        cmocka_unit_test(test_zero_copy_combine), cmocka_unit_test(test_signal_in_recv),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }
