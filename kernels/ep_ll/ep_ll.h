@@ -139,6 +139,8 @@ typedef struct {
      * copy_scales: out_tokens / out_scales are not this rank's zero-copy rows, so the receive
      * copies the rows there from them. */
     int zero_copy, copy_rows, copy_scales;
+    int board_in_send; /* zero copy, early_recv: no board kernel; the send's blocks exchange the
+                          boards (block 0 posts, every block waits for the peers') */
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */

@@ -184,7 +184,8 @@ __device__ __forceinline__ void reduce_rows(const TokenRows &r, int dtype, int f
             uint4 raw[kBatch][kWords];
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
-                const uint4 *from = reinterpret_cast<const uint4 *>(src[b] + (size_t)first * kElemBytes);
+                const uint4 *from =
+                    reinterpret_cast<const uint4 *>(src[b] + (size_t)first * kElemBytes);
 #pragma unroll
                 for (int i = 0; i < kWords; i++) {
                     raw[b][i] = from[i];

@@ -269,15 +269,108 @@ __device__ __forceinline__ bool wait_board(const ncclx_ep_ll_group_desc_t &g, co
 // Entries of the board copy per thread whose loads are in flight at once.
 constexpr int kBoardBatch = 4;
 
-// Zero copy, before any row moves (one block): this rank's row count of every expert onto every
-// live rank's board, released by the board's word; then every source's board, and from them,
-// for each expert e, where this rank's rows start among the rows e's rank receives for e: the
-// rows of the sources before this rank whose boards came with this operation's word (the
-// receiver counts exactly those: a source with another word is dropped by both).  -1 for the
-// experts of a rank whose board did not come (another word, a timeout): no row goes there.
-// This is also the handshake that makes the rows safe to store: a rank posts its board only
-// when it starts this dispatch, after everything it did before in its stream, the use of its
-// previous rows included.
+// Zero copy, before any row moves: this rank's row count of every expert onto every live rank's
+// board, released by the board's word (post_board, one block); then every source's board
+// (wait_boards, in every block that stores rows), and from them, for each expert e, where this
+// rank's rows start among the rows e's rank receives for e: the rows of the sources before this
+// rank whose boards came with this operation's word (expert_start: the receiver counts exactly
+// those, a source with another word is dropped by both).  -1 for the experts of a rank whose
+// board did not come (another word, a timeout): no row goes there.  This is also the handshake
+// that makes the rows safe to store: a rank posts its board only when it starts this dispatch,
+// after everything it did before in its stream, the use of its previous rows included.
+// Every thread of the block calls it; nothing from a rank that is out of the group.
+__device__ __forceinline__ void post_board(const ncclx_ep_ll_group_desc_t &g,
+                                           const ncclx_ep_ll_handle_desc_t &h,
+                                           const ncclx_ep_ll_dispatch_desc_t &a,
+                                           const LiveView &view, const Op &op, bool out)
+{
+    if (out) {
+        return;
+    }
+    const int R = g.ranks, E = g.num_experts;
+    const long long pairs = (long long)R * E;
+    for (long long i0 = threadIdx.x; i0 < pairs; i0 += kBoardBatch * (long long)blockDim.x) {
+        int32_t n[kBoardBatch];
+#pragma unroll
+        for (int b = 0; b < kBoardBatch; b++) {
+            const long long i = i0 + (long long)b * blockDim.x;
+            n[b] = i < pairs ? h.expert_count[i % E] : 0;
+        }
+#pragma unroll
+        for (int b = 0; b < kBoardBatch; b++) {
+            const long long i = i0 + (long long)b * blockDim.x;
+            const int d = (int)(i / E);
+            if (i < pairs && view.has(d)) {
+                board_counts(peer_base(g, d), g, op.parity, g.rank)[i % E] = n[b];
+            }
+        }
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < R; d += blockDim.x) {
+        if (view.has(d)) {
+            st_release_sys(board_word(peer_base(g, d), g, op.parity, g.rank),
+                           ncclx_ep_signal_word(op.tag, a.op, 0));
+        }
+    }
+}
+
+// counted[s]: whether source s's board came with this operation's word.  Every source's board,
+// not only those this rank stores to: a pulled combine (ep_ll_combine.cu) reads a rank's rows
+// until its reader posts its next board, so no row may be stored into any rank before every
+// rank's board of this operation is in.  own: counted[g.rank] without waiting (the block that
+// posts this rank's board may be another block of the same grid).  Every thread calls it.
+__device__ __forceinline__ void wait_boards(const ncclx_ep_ll_group_desc_t &g,
+                                            const ncclx_ep_ll_dispatch_desc_t &a,
+                                            const LiveView &view, const Op &op, bool out,
+                                            unsigned char *counted, bool own)
+{
+    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+        counted[s] =
+            !out && (s == g.rank && own ? view.has(s) : wait_board(g, op, s, a.op, view.has(s)));
+    }
+    __syncthreads();
+}
+
+// Where this rank's rows of expert e start among the rows e's rank receives for e (see
+// post_board), or -1 when e's rank's board did not come.  The sources' counts are loaded
+// together, kBoardBatch at a time.
+__device__ __forceinline__ int expert_start(const ncclx_ep_ll_group_desc_t &g,
+                                            const unsigned char *counted, int parity, int e)
+{
+    if (!counted[e / g.local_experts]) {
+        return -1;
+    }
+    char *self = peer_base(g, g.rank);
+    int start = 0;
+    for (int s0 = 0; s0 < g.rank; s0 += kBoardBatch) {
+        int n[kBoardBatch];
+#pragma unroll
+        for (int b = 0; b < kBoardBatch; b++) {
+            const int s = s0 + b;
+            n[b] = s < g.rank && counted[s] ? board_counts(self, g, parity, s)[e] : 0;
+        }
+#pragma unroll
+        for (int b = 0; b < kBoardBatch; b++) {
+            start += min(max(n[b], 0), g.max_tokens);
+        }
+    }
+    return start;
+}
+
+// Every expert's start into the handle (zero_copy_starts), where a pulled combine finds them.
+__device__ __forceinline__ void store_starts(const ncclx_ep_ll_group_desc_t &g,
+                                             const ncclx_ep_ll_handle_desc_t &h,
+                                             const unsigned char *counted, int parity)
+{
+    for (int e = threadIdx.x; e < g.num_experts; e += blockDim.x) {
+        h.zero_copy_starts[e] = expert_start(g, counted, parity, e);
+    }
+}
+
+// The boards of a zero-copy dispatch in a kernel of their own (one block), ahead of the send: on
+// a loopback team, where the send's blocks must not spin on peers' boards while holding SMs that
+// a peer needs to post its own.  (A rank alone on its GPU exchanges them in the send itself:
+// board_in_send.)
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_board_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                           ncclx_ep_ll_dispatch_desc_t a)
@@ -286,54 +379,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     __shared__ unsigned char counted[NCCLX_EP_MAX_LL_RANKS];
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
-    const int R = g.ranks, E = g.num_experts;
     const bool out = block_self_out(g);
-    if (!out) {
-        const long long pairs = (long long)R * E;
-        for (long long i0 = threadIdx.x; i0 < pairs; i0 += kBoardBatch * (long long)blockDim.x) {
-            int32_t n[kBoardBatch];
-#pragma unroll
-            for (int b = 0; b < kBoardBatch; b++) {
-                const long long i = i0 + (long long)b * blockDim.x;
-                n[b] = i < pairs ? h.expert_count[i % E] : 0;
-            }
-#pragma unroll
-            for (int b = 0; b < kBoardBatch; b++) {
-                const long long i = i0 + (long long)b * blockDim.x;
-                const int d = (int)(i / E);
-                if (i < pairs && view.has(d)) {
-                    board_counts(peer_base(g, d), g, op.parity, g.rank)[i % E] = n[b];
-                }
-            }
-        }
-        __syncthreads();
-        for (int d = threadIdx.x; d < R; d += blockDim.x) {
-            if (view.has(d)) {
-                st_release_sys(board_word(peer_base(g, d), g, op.parity, g.rank),
-                               ncclx_ep_signal_word(op.tag, a.op, 0));
-            }
-        }
-    }
-    // Every source's board, not only those this rank stores to: a pulled combine (ep_ll_combine.cu)
-    // reads a rank's rows until its reader posts its next board, so no row may be stored into any
-    // rank before every rank's board of this operation is in.
-    for (int s = threadIdx.x; s < R; s += blockDim.x) {
-        counted[s] = !out && wait_board(g, op, s, a.op, view.has(s));
-    }
-    __syncthreads();
-    char *self = peer_base(g, g.rank);
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        int start = -1;
-        if (counted[e / g.local_experts]) {
-            start = 0;
-            for (int s = 0; s < g.rank; s++) {
-                if (counted[s]) {
-                    start += min(max(board_counts(self, g, op.parity, s)[e], 0), g.max_tokens);
-                }
-            }
-        }
-        h.zero_copy_starts[e] = start;
-    }
+    post_board(g, h, a, view, op, out);
+    wait_boards(g, a, view, op, out, counted, false);
+    store_starts(g, h, counted, op.parity);
     // The send (launched early on a rank alone on its GPU) may have its blocks scheduled now:
     // after the wait for the boards, so that a slow peer holds this one block, not the send's
     // grid; it reads the starts only after this grid has ended (wait_for_previous_grid).
@@ -343,17 +392,21 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 // Zero copy: lane k's row of token t for its top-k entry, at its final place in the rows of the
 // entry's rank (one row per distinct expert: a token that lists an expert twice sends one), and
 // the row's scale row in scale_rows.
+// counted: the boards this block waited for itself (board_in_send), from which the lane works
+// its row's start out; nullptr: the board kernel's starts (zero_copy_starts).
 __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group_desc_t &g,
                                                          const ncclx_ep_ll_handle_desc_t &h,
                                                          const ncclx_ep_ll_dispatch_desc_t &a,
                                                          const LiveView &view, const TokenRoute &r,
-                                                         int t, int lane, LaneTargets &scale_rows)
+                                                         int t, int lane, LaneTargets &scale_rows,
+                                                         const unsigned char *counted, int parity)
 {
     const int e = r.expert, L = g.local_experts;
     const int d = e >= 0 ? e / L : 0;
     long long pos = -1;
     if (e >= 0 && view.has(d)) {
-        const int start = h.zero_copy_starts[e];
+        const int start =
+            counted != nullptr ? expert_start(g, counted, parity, e) : h.zero_copy_starts[e];
         if (start >= 0) {
             pos = (long long)(e - d * L) * g.ranks * g.max_tokens + start +
                   h.expert_slot[t * h.topk + lane];
@@ -460,13 +513,28 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     dispatch_send_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                          ncclx_ep_ll_dispatch_desc_t a)
 {
-    if (kZeroCopy) {
+    __shared__ LiveView view;
+    __shared__ unsigned char counted[kZeroCopy ? NCCLX_EP_MAX_LL_RANKS : 1];
+    const bool boards = kZeroCopy && a.board_in_send;
+    if (kZeroCopy && !boards) {
         wait_for_previous_grid(); // launched early after the board kernel: its starts first
     }
-    __shared__ LiveView view;
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
     const int parity = op.parity, lane = threadIdx.x % kWarpSize;
+    // A rank alone on its GPU exchanges the boards here (board_in_send): block 0 posts this
+    // rank's, every block waits for the peers' (no block waits for block 0) and works its rows'
+    // starts out from them; block 0 keeps the starts for the combine.
+    if (boards) {
+        const bool out = block_self_out(g);
+        if (blockIdx.x == 0) {
+            post_board(g, h, a, view, op, out);
+        }
+        wait_boards(g, a, view, op, out, counted, true);
+        if (blockIdx.x == 0) {
+            store_starts(g, h, counted, parity);
+        }
+    }
     const int warps = gridDim.x * kWarps;
     const size_t in_row = a.row_bytes, poff = payload_offset(g);
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
@@ -476,7 +544,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         const TokenRoute r = route_token(g, h, view, t, parity, lane);
         LaneTargets payload, scale_rows;
         if (kZeroCopy) {
-            payload = zero_copy_targets(g, h, a, view, r, t, lane, scale_rows);
+            payload = zero_copy_targets(g, h, a, view, r, t, lane, scale_rows,
+                                        boards ? counted : nullptr, parity);
         } else {
             payload = r.msgs;
             payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
@@ -786,14 +855,18 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
     const int blocks = ncclx_ep_ll_dispatch_send_blocks(g, h->num_tokens, a->row_bytes);
     const bool fp8 = a->recipe == ncclx::kRecipeFp8;
     if (a->zero_copy) {
-        // The boards first: every row's place is known before the send stores one.
-        ncclx::dispatch_board_kernel<<<1, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
-        cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess) {
-            return err;
+        // The boards first: every row's place is known before the send stores one (in the send
+        // itself with board_in_send).
+        cudaError_t err = cudaSuccess;
+        if (!a->board_in_send) {
+            ncclx::dispatch_board_kernel<<<1, NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);
+            err = cudaGetLastError();
+            if (err != cudaSuccess) {
+                return err;
+            }
         }
         // On a rank alone on its GPU the send is scheduled while the board kernel ends.
-        err = ncclx::launch_after(g->early_launch != 0,
+        err = ncclx::launch_after(g->early_launch != 0 && !a->board_in_send,
                                   fp8 ? ncclx::dispatch_send_kernel<true, true>
                                       : ncclx::dispatch_send_kernel<false, true>,
                                   blocks, NCCLX_EP_THREADS, 0, stream, *g, *h, *a);

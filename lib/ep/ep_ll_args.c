@@ -275,6 +275,12 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     d.wait_in_send = ncclx_ll_receive_in_send(h, a->send_only);
     d.early_recv = d.wait_in_send && h->group->desc.early_launch;
     NCCLX_CHECK(ncclx_ll_zero_copy_desc(h, a, &d));
+    /* A zero-copy dispatch exchanges its count boards in a kernel of one block before the send;
+     * on a rank alone on its GPU the send's blocks do it (one kernel less).  Not on a loopback
+     * team (send blocks spinning on a peer's board could hold the SMs the peer needs to post
+     * it), and not send_only: while a peer is late the whole send grid waits, which a dispatch
+     * overlapped with other work must not do. */
+    d.board_in_send = d.zero_copy && d.early_recv;
     *out = d;
     return ncclxSuccess;
 }

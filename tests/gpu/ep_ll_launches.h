@@ -20,9 +20,9 @@ size_t ep_capture_op(ep_run_t *run, uint32_t r, int combine, uint32_t send_only,
  *  checked after it, then destroys the graphs. */
 void ep_replay_and_check(ep_run_t *run, cudaGraphExec_t *exec, int combine);
 /** Captures every rank's dispatch, not send_only then send_only, checks each graph's kernel
- *  nodes (kernels, one more with send_only: the wait comes with ncclxEpComplete) and its
+ *  nodes (kernels[alone][send_only], alone: the rank's group launches early) and its
  *  programmatic edges (early[send_only] where the group launches early, none elsewhere), and
  *  replays and checks the graphs.  run: created and routed, every rank synchronized. */
-void ep_check_dispatch_launches(ep_run_t *run, size_t kernels, const size_t early[2]);
+void ep_check_dispatch_launches(ep_run_t *run, const size_t kernels[2][2], const size_t early[2]);
 
 #endif /* NCCLX_TESTS_GPU_EP_LL_LAUNCHES_H_ */

@@ -391,7 +391,7 @@ static void test_graph_capture(void **state)
  * on every rank of the team must give the exact outputs. */
 static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
 {
-    static const size_t early[2] = {1, 0};
+    static const size_t kernels[2][2] = {{2, 3}, {2, 3}}, early[2] = {1, 0};
     ep_run_t run;
     ep_routing_t rt = ep_routing_default();
     ep_run_alloc(&run, t, k);
@@ -399,7 +399,7 @@ static void dispatch_launches_case(ep_team_t *t, const ep_case_t *k)
     ep_run_fill(&run, &rt);
     ep_run_create(&run);
     ep_team_sync(t);
-    ep_check_dispatch_launches(&run, 2, early);
+    ep_check_dispatch_launches(&run, kernels, early);
     ep_run_destroy(&run);
     ep_alloc_assert_none("dispatch launches");
     ep_run_free(&run);

@@ -18,9 +18,9 @@
  * zero-copy group (alone, and between an expert-major dispatch and its combine: the rows stay
  * valid until the next expert-major dispatch), two expert-major handles dispatched one after
  * the other and the first combined from the rows, the kernels a captured dispatch and combine
- * hold and which of them a rank alone on its GPU launches early (a pulled combine: one kernel), and ncclxEpGroupGetLlBuffers (the rows'
- * shape; refused without zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays
- * a run's random data.
+ * hold and which of them a rank alone on its GPU launches early (a pulled combine: one kernel), and
+ * ncclxEpGroupGetLlBuffers (the rows' shape; refused without zero_copy).  Nothing may allocate
+ * after the buffers.  TEST_SEED=n replays a run's random data.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,15 +382,16 @@ static void test_graph_capture(void **state)
 
 /* ---- kernels per zero-copy dispatch ---- */
 
-/* A zero-copy dispatch that receives at once is three kernels: the boards, the send (which
- * waits for the sources in its last block) and the receive's bookkeeping.  A rank alone on its
- * GPU (the singleton) launches both the send (after the boards) and the receive (after the
- * send) early: two programmatic edges.  A send_only one is four (boards, send; then the wait
- * and the receive at ncclxEpComplete) with the boards-to-send edge alone.  A loopback team
- * launches nothing early.  Every graph replayed on every rank must give the exact outputs. */
+/* A zero-copy dispatch that receives at once is three kernels on a loopback team: the boards,
+ * the send (which waits for the sources in its last block) and the receive's bookkeeping; a rank
+ * alone on its GPU (the singleton) exchanges the boards in the send (board_in_send) and launches
+ * the receive early: two kernels, one programmatic edge.  A send_only one is four everywhere
+ * (boards, send; then the wait and the receive at ncclxEpComplete), the singleton's send
+ * launched early after its boards (one edge).  A loopback team launches nothing early.  Every
+ * graph replayed on every rank must give the exact outputs. */
 static void zc_launches_case(ep_team_t *t, const ep_case_t *k)
 {
-    static const size_t early[2] = {2, 1};
+    static const size_t kernels[2][2] = {{3, 4}, {2, 4}}, early[2] = {1, 1};
     ep_run_t run;
     ep_routing_t rt = ep_routing_default();
     ep_run_alloc(&run, t, k);
@@ -399,7 +400,7 @@ static void zc_launches_case(ep_team_t *t, const ep_case_t *k)
     ep_run_fill(&run, &rt);
     ep_run_create(&run);
     ep_team_sync(t);
-    ep_check_dispatch_launches(&run, 3, early);
+    ep_check_dispatch_launches(&run, kernels, early);
     ep_run_destroy(&run);
     ep_alloc_assert_none("zero-copy dispatch launches");
     ep_run_free(&run);

@@ -4,7 +4,8 @@
  * Which kernels a valid LL dispatch or combine takes (lib/ep/ep_ll_args.c), on the fixture of
  * ep_ll_args_fixture.h, without a GPU: the dispatch's wait in the send's last block, the small
  * combine reduced there, the receive launched early, the zero-copy dispatch (in place or
- * with one more copy, and its refusals), and the pulled combine's signal from its receive.  The argument checks themselves are
+ * with one more copy, and its refusals, its boards in the send), and the pulled combine's signal
+ * from its receive.  The argument checks themselves are
  * tests/unit/test_ep_args.c.
  */
 #include "ep_ll_args_fixture.h"
@@ -297,6 +298,43 @@ static void test_zero_copy_combine(void **state)
     assert_int_equal(d.zero_copy + d.pull, 0);
 }
 
+/* A zero-copy dispatch exchanges its count boards in its send (board_in_send, no board kernel)
+ * exactly on a rank alone on its GPU and not send_only (the send's whole grid waits for a late
+ * peer's board then), received in place or into the caller's rows alike; never without
+ * zero_copy, and never across load/store domains (early_recv's conditions). */
+static void test_board_in_send(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_dispatch_desc_t d;
+    make_fixture(&f, EM);
+    f.group.plan.zero_copy = 1;
+    replan(&f);
+    f.group.desc.zero_copy = 1;
+    f.group.desc.ranks = R;
+    f.group.zero_copy_tokens = PTR(20);
+    f.group.zero_copy_scales = PTR(21);
+    for (int alone = 0; alone < 2; alone++) {
+        f.group.desc.early_launch = alone;
+        for (uint32_t send_only = 0; send_only < 2; send_only++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
+                a.send_only = send_only;
+                a.out_tokens.data = in_place ? PTR(20) : a.out_tokens.data;
+                memset(&d, 0x5a, sizeof(d));
+                assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+                assert_int_equal(d.zero_copy, 1);
+                assert_int_equal(d.board_in_send, alone && !send_only);
+            }
+        }
+    }
+    f.group.desc.early_launch = 1;
+    f.group.desc.zero_copy = 0;
+    ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.board_in_send, 0);
+}
+
 /* A pulled combine (expert_out the group's zero-copy rows) has no send kernel exactly where a
  * combine's receive would be launched early: its receive's first block signals (signal_in_recv)
  * and nothing is launched early.  Not on a loopback team of several ranks (no early_launch), not
@@ -342,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
         cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_zero_copy_combine), cmocka_unit_test(test_signal_in_recv),
+        cmocka_unit_test(test_board_in_send),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }
