@@ -79,7 +79,9 @@ static void ncclx_ll_route_failed(ncclx_ep_group_t *g)
  * The receive half of a dispatch or combine whose send was enqueued.  If its launch fails,
  * the operation stays pending (the send already ran: sending again would put two operations
  * on one sequence number) and ncclxEpComplete retries the receive; the receive kernels are
- * safe to run again because only the last one ends the operation.
+ * safe to run again because only the last one ends the operation.  A pulled combine whose
+ * receive posts its signal (signal_in_recv) had no send kernel: until the retry, its peers wait
+ * for that signal (and time out if it never comes).
  */
 static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t stream,
                                           const char *call)
@@ -96,8 +98,8 @@ static ncclxResult_t ncclx_launch_pending(ncclx_ep_handle_t *h, ncclxStream_t st
         g->send_in_flight = h;
         return NCCLX_ERROR(ncclxCudaError,
                            "%s: the receive of handle %u's %s failed to launch (%s) after its "
-                           "send ran; the operation stays in flight: call ncclxEpComplete to "
-                           "retry it",
+                           "send was enqueued; the operation stays in flight (its peers wait "
+                           "for it): call ncclxEpComplete to retry it",
                            call, h->index, dispatch ? "dispatch" : "combine",
                            cudaGetErrorString(err));
     }

@@ -8,7 +8,9 @@
 #   - the GPU interconnect (nvidia-smi topo -m) and each rank's placement (ncclx-info);
 #   - ncclx-bench, DeepSeek-V3 decode (hidden 7168, top-8, 256 experts, 128 tokens/rank),
 #     BF16 and FP8, checked, eager and graph, with the roofline a cudaMemcpyPeerAsync of the
-#     same bytes to the next GPU; a sweep of tokens per rank 1..256;
+#     same bytes to the next GPU; a sweep of tokens per rank 1..256; the same on a zero-copy
+#     group (its boards exchanged in the send, its pulled combine one kernel: the only runs
+#     that take those paths with more than one rank);
 #   - the same shapes on a loopback team of NUM_GPUS ranks on GPU 0, for comparison.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0) in every process started here.
 set -uo pipefail
@@ -42,6 +44,10 @@ fp8-graph --recipe fp8 --graph
 bf16-sweep --sweep --graph
 fp8-sweep --sweep --graph --recipe fp8
 bf16-mask --graph --mask
+bf16-zc --zero-copy
+bf16-zc-graph --zero-copy --graph
+fp8-zc --recipe fp8 --zero-copy
+bf16-zc-sweep --zero-copy --sweep --graph
 EOF_RUNS
 for args in "--graph" "--graph --recipe fp8" "--graph --sweep"; do
     echo "== loopback team of $n on GPU 0: ncclx-bench --check $args"
