@@ -170,7 +170,7 @@ typedef struct {
      * (docs/ep-ll.md, "Zero copy"). */
     int zero_copy, pull;
     int signal_in_recv; /* pull on a rank alone on its GPU, not send_only and not reduce_in_send:
-                           no send kernel; the receive's first block signals, then every block
+                           no send kernel; the receive's block 0 signals, then every block
                            waits and reduces (one kernel per combine; early_recv is 0) */
 } ncclx_ep_ll_combine_desc_t;
 
