@@ -65,6 +65,28 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
     return is_last;
 }
 
+// True in exactly one block of the grid: the first to arrive.  A kernel whose blocks wait for
+// peers, and whose own contribution a peer waits for, posts it from the first block that runs
+// rather than from block 0, which need not be resident while the others spin.  Every block calls
+// it once per launch (the counter works as last_block's: base is where this launch started, moved
+// by the launch's last arrival), so any grid size and any number of launches elect one block.
+__device__ __forceinline__ bool first_block(ncclx_ep_arrive_t *arrive)
+{
+    __shared__ bool is_first;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned base = load_volatile(&arrive->base);
+        __threadfence(); // the base as this launch found it, read before this block arrives
+        const unsigned ticket = atomicAdd(&arrive->count, 1u);
+        is_first = ticket == base;
+        if (ticket - base == gridDim.x - 1) {
+            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
+        }
+    }
+    __syncthreads();
+    return is_first;
+}
+
 // The deadline of a bounded wait, checked once per 1024 spins: false once halted(g) says the
 // group has stopped, or timeout_ns after the first check (reported as a timeout); start begins
 // at 0.  G: a descriptor with timeout_ns, status and state->error (LL, HT).

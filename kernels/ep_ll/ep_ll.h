@@ -47,6 +47,8 @@ typedef struct {
     unsigned int reserved;
     unsigned long long clean_epoch; /* generation of the last clean every answering rank finished */
     unsigned long long clean_high;  /* highest generation any clean of this rank agreed on */
+    ncclx_ep_arrive_t board_first;  /* first_block of a send that posts its board (board_in_send) */
+    ncclx_ep_arrive_t signal_first; /* first_block of a receive that signals (signal_in_recv) */
 } ncclx_ep_dev_state_t;
 
 /* What every LL kernel of a group needs. */

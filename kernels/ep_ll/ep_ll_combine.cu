@@ -406,8 +406,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->combine_seq);
     // A pulled combine of a rank alone on its GPU has no send kernel: this rank's signal (its
-    // rows are where its experts wrote them) comes from block 0, before it waits.
-    if (kZeroCopy && a.signal_in_recv && blockIdx.x == 0) {
+    // rows are where its experts wrote them) comes from the first block, before it waits.
+    if (kZeroCopy && a.signal_in_recv && first_block(&g.state->signal_first)) {
         signal_combine(g, a, view, op, kCombinePulled);
     }
     // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
@@ -427,7 +427,7 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
                                                        cudaStream_t stream)
 {
     if (a->signal_in_recv) {
-        return cudaSuccess; // the receive's block 0 signals
+        return cudaSuccess; // the receive's first block signals
     }
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
     // A pulled combine's send only signals: one block.

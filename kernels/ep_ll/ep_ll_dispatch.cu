@@ -415,16 +415,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     load_live_view(g, view);
     const Op op = op_begin(&g.state->dispatch_seq);
     const int parity = op.parity, lane = threadIdx.x % kWarpSize;
-    // A rank alone on its GPU exchanges the boards here (board_in_send): block 0 posts this
-    // rank's, every block waits for the peers' (no block waits for block 0) and works its rows'
-    // starts out from them; block 0 keeps the starts for the combine.
+    // A rank alone on its GPU exchanges the boards here (board_in_send): the first block to run
+    // posts this rank's (not block 0, which need not be resident while the others wait), every
+    // block waits for the peers' and works its rows' starts out from them, and the poster keeps
+    // the starts for the combine.
     if (boards) {
         const bool out = block_self_out(g);
-        if (blockIdx.x == 0) {
+        const bool poster = first_block(&g.state->board_first);
+        if (poster) {
             post_board(g, h, a, view, op, out);
         }
         wait_boards(g, a, view, op, out, counted, true);
-        if (blockIdx.x == 0) {
+        if (poster) {
             store_starts(g, h, counted, parity);
         }
     }
