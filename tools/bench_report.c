@@ -87,7 +87,7 @@ static uint64_t bench_rank_hbm(const bench_team_t *t, const bench_inputs_t *in, 
         if (op == BENCH_DISPATCH) {
             /* Tokens and ids read; one message per (token, rank) written and read back; the
              * output rows (expert-major: per expert; rank-major: per rank, with ids and
-             * weights) written.  Zero copy (expert-major): each row written once, in place,
+             * weights) written.  Zero copy (either layout): each row written once, in place,
              * with no message in between. */
             const uint64_t out = expert_major ? per_expert * wire : per_rank * (wire + K * 8);
             return T * (row + K * 8) + (o->zero_copy ? 0 : 2 * per_rank * wire) + out;

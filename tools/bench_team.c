@@ -194,11 +194,11 @@ static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
     return 0;
 }
 
-/* LL --zero-copy: out_tokens and out_scales (FP8) are the group's zero-copy rows, [L, R*T, ...]
- * of the call's dtype.  Recipe none: expert_out is the same rows (the bench's identity experts'
- * outputs are the received rows, as dispatch leaves them).  FP8: the received rows are E4M3,
- * not expert outputs, and the rows of the bench's FP8-only plan are half a BF16 row: expert_out
- * is a buffer of the bench's own. */
+/* LL --zero-copy: out_tokens and out_scales (FP8) are the group's zero-copy rows of the
+ * layout, [L, R*T, ...] expert-major or [R*T, ...] rank-major, of the call's dtype.  Recipe none:
+ * expert_out is the same rows (the bench's identity experts' outputs are the received rows, as
+ * dispatch leaves them).  FP8: the received rows are E4M3, not expert outputs, and the rows of the
+ * bench's FP8-only plan are half a BF16 row: expert_out is a buffer of the bench's own. */
 static int bench_ll_zero_copy_buffers(const bench_team_t *t, bench_rank_t *r)
 {
     const bench_options_t *o = &t->o;
@@ -207,20 +207,24 @@ static int bench_ll_zero_copy_buffers(const bench_team_t *t, bench_rank_t *r)
     const size_t expert_row = H * bench_dtype_size(o->dtype);
     ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
     BENCH_NCCLX(ncclxEpGroupGetLlBuffers(r->group, &b), "ncclxEpGroupGetLlBuffers", r->rank);
-    if (b.tokens == NULL || b.rows != rows || b.row_bytes < t->out_row_bytes ||
-        b.scale_bytes < scale_row || (scale_row > 0 && b.scales == NULL)) {
+    const int rm = o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR;
+    void *tokens = rm ? b.rank_major_tokens : b.tokens;
+    void *scales = rm ? b.rank_major_scales : b.scales;
+    const uint32_t have = rm ? b.rank_major_rows : b.rows;
+    if (tokens == NULL || have != rows || b.row_bytes < t->out_row_bytes ||
+        b.scale_bytes < scale_row || (scale_row > 0 && scales == NULL)) {
         fprintf(stderr,
-                "ncclx-bench: rank %u: --zero-copy: the group's zero-copy rows are %u of %llu "
-                "bytes (scales %llu), the bench needs %zu of %zu (scales %zu)\n",
-                r->rank, b.rows, (unsigned long long)b.row_bytes, (unsigned long long)b.scale_bytes,
-                rows, t->out_row_bytes, scale_row);
+                "ncclx-bench: rank %u: --zero-copy: the group's %s zero-copy rows are %u of "
+                "%llu bytes (scales %llu), the bench needs %zu of %zu (scales %zu)\n",
+                r->rank, rm ? "rank-major" : "expert-major", have, (unsigned long long)b.row_bytes,
+                (unsigned long long)b.scale_bytes, rows, t->out_row_bytes, scale_row);
         return -1;
     }
-    r->out_tokens = b.tokens;
-    r->out_scales = scale_row > 0 ? b.scales : NULL;
+    r->out_tokens = tokens;
+    r->out_scales = scale_row > 0 ? scales : NULL;
     r->borrowed = 1;
     if (o->recipe == NCCLX_EP_RECIPE_NONE && b.row_bytes >= expert_row) {
-        r->expert_out = b.tokens;
+        r->expert_out = tokens;
         r->borrowed_expert_out = 1;
         return 0;
     }

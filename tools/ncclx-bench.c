@@ -45,8 +45,8 @@ static void usage(FILE *out)
             "  --zero-copy         ll: plan the group with zero_copy (each dispatch row written\n"
             "                      once, into its receiver's zero-copy rows) and pass those rows\n"
             "                      (ncclxEpGroupGetLlBuffers) as out_tokens, out_scales (fp8)\n"
-            "                      and combine's expert_out: rows received in place (expert\n"
-            "                      layout only, one load/store domain, no --mask);\n"
+            "                      and combine's expert_out: rows received in place (either\n"
+            "                      layout, one load/store domain, no --mask);\n"
             "                      ht: receive rows and expert outputs in the group's own buffers\n"
             "                      (ncclxEpGroupGetHtBuffers): no copy-out, no staging copy\n"
             "  --iters N           timed iterations (200 / 50)\n"
@@ -228,10 +228,6 @@ static int check_ll_options(bench_options_t *o, const given_t *given)
     }
     if (given->pass || given->recv || given->alignment) {
         return refuse("--pass, --recv and --alignment are HT options (--algo ht)");
-    }
-    if (o->zero_copy && o->layout == NCCLX_EP_LAYOUT_RANK_MAJOR) {
-        return refuse("--zero-copy receives expert-major rows in place: --algo ll takes it with "
-                      "--layout expert, not rank");
     }
     if (o->zero_copy && o->mask) {
         return refuse("--zero-copy and --mask: an LL group planned with zero_copy has no active "
@@ -424,9 +420,10 @@ static int print_ll_zero_copy(const bench_team_t *t)
     if (bench_team_symmetric_bytes(t, &bytes) != 0) {
         return -1;
     }
-    printf("# zero-copy: dispatch rows received in place in the group's zero-copy rows (L x R x T "
+    printf("# zero-copy: dispatch rows received in place in the group's zero-copy rows (%s "
            "= %u per rank), combine reads expert_out %s; symmetric memory per rank: %.1f MiB "
            "(the plan's, zero-copy rows included)\n",
+           t->o.layout == NCCLX_EP_LAYOUT_RANK_MAJOR ? "rank-major, R x T" : "L x R x T",
            t->slabs * t->slab_rows,
            bench_ll_expert_out_in_rows(t) ? "there"
                                           : "from a buffer of its own (the rows hold E4M3, the "

@@ -393,34 +393,42 @@ ncclxResult_t ncclxEpGroupGetHtBuffers(ncclxEpGroup_t group, ncclxEpHtBuffers_t 
 #define NCCLX_MAGIC_EP_LL_BUFFERS 0x6e786c6cu /* 'nxll' */
 
 /**
- * LL zero-copy rows (a group planned with zero_copy): where this rank's expert-major dispatch
- * rows land.  Each peer writes every row it sends here once, at its final place, so the
- * dispatch moves each row once.  A dispatch whose out_tokens is `tokens` (viewed as [L, R*T,
- * hidden] of the call's dtype: rows are packed at the call's row size, which is at most
- * row_bytes) and whose out_scales (FP8, QUANT_FWD) is `scales` (viewed as [L, R*T, the call's
- * scale row]) receives in place; other out_tokens / out_scales get one more copy, from these
- * rows.  The rows of a dispatch stay valid until this rank's next expert-major dispatch of the
- * group is enqueued (peers write the next rows only after this rank has started that dispatch,
- * in stream order): compute on them, and combine from them, before it.  Combine may read
- * expert_out from `tokens` where its [L, R*T, hidden] fits in L x R x T x row_bytes (hidden x
- * the combine dtype's size <= row_bytes: not BF16 expert outputs on a plan whose largest row
- * is FP8).  Never write them while a dispatch of the group is in flight.
+ * LL zero-copy rows (a group planned with zero_copy): where this rank's dispatch rows land.
+ * Each peer writes every row it sends here once, at its final place, so the dispatch moves each
+ * row once.  Expert-major handles use `tokens` / `scales` (viewed as [L, R*T, hidden] of the
+ * call's dtype, and [L, R*T, the call's scale row]); rank-major handles `rank_major_tokens` /
+ * `rank_major_scales` ([R*T, hidden] and [R*T, scale row]: row s*T + i is source s's i-th
+ * token), rows of their own, so that the two layouts' dispatches never overwrite each other's
+ * rows.  Rows are packed at the call's row size, which is at most row_bytes.  A dispatch whose
+ * out_tokens (and out_scales, FP8 and QUANT_FWD) are its layout's rows receives in place; other
+ * out_tokens / out_scales get one more copy, from these rows.  The rows of a dispatch stay valid
+ * until this rank's next dispatch of the group in the same layout is enqueued (peers write the
+ * next rows only after this rank has started that dispatch, in stream order): compute on them,
+ * and combine from them, before it.  Combine may read expert_out from its layout's rows where
+ * its rows fit in row_bytes (hidden x the combine dtype's size <= row_bytes: not BF16 expert
+ * outputs on a plan whose largest row is FP8).  Never write them while a dispatch of the group
+ * is in flight.
  */
 typedef struct {
     NCCLX_STRUCT_HEADER;
-    void *tokens;         /**< device [L][R*T] rows of up to row_bytes */
-    void *scales;         /**< device [L][R*T] scale rows of up to scale_bytes; NULL without
-                               FP8 or QUANT_FWD */
-    uint64_t row_bytes;   /**< the plan's largest token row (hidden x dtype, or max_token_bytes) */
-    uint64_t scale_bytes; /**< the plan's largest scale row (0 without) */
-    uint32_t rows;        /**< L x R x T */
-    uint32_t reserved0;
+    void *tokens;             /**< device [L][R*T] rows of up to row_bytes; NULL without
+                                   NCCLX_EP_LAYOUT_EXPERT_MAJOR in the plan's layouts */
+    void *scales;             /**< device [L][R*T] scale rows of up to scale_bytes; NULL
+                                   without FP8 or QUANT_FWD */
+    uint64_t row_bytes;       /**< the plan's largest token row (hidden x dtype, or
+                                   max_token_bytes) */
+    uint64_t scale_bytes;     /**< the plan's largest scale row (0 without) */
+    uint32_t rows;            /**< L x R x T (0 without expert-major) */
+    uint32_t rank_major_rows; /**< R x T (0 without NCCLX_EP_LAYOUT_RANK_MAJOR) */
+    void *rank_major_tokens;  /**< device [R*T] rows of up to row_bytes; NULL without
+                                   NCCLX_EP_LAYOUT_RANK_MAJOR in the plan's layouts */
+    void *rank_major_scales;  /**< device [R*T] scale rows; NULL without scales or rank-major */
 } ncclxEpLlBuffers_t;
 
 #define NCCLX_EP_LL_BUFFERS_INIT                                                                   \
     {                                                                                              \
         NCCLX_STRUCT_HEADER_INIT(ncclxEpLlBuffers_t, NCCLX_MAGIC_EP_LL_BUFFERS), NULL, NULL, 0, 0, \
-            0, 0                                                                                   \
+            0, 0, NULL, NULL                                                                       \
     }
 
 /** LL: this rank's zero-copy rows of group (an output struct: start from

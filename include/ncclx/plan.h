@@ -118,11 +118,12 @@ typedef struct {
     uint64_t timeout_ns;                   /**< GPU wait timeout; 0 = NCCLX_DEFAULT_TIMEOUT_NS */
     /* Since 0.2 (a 0.1 caller's smaller struct gets the defaults below). */
     uint32_t overflow_policy; /**< HT: NCCLX_EP_OVERFLOW_TRAP (default) or _DROP */
-    uint32_t zero_copy;       /**< LL: 1 = expert-major dispatch writes each row once, straight
-                                   into its receiver's zero-copy rows (symmetric memory,
-                                   ncclxEpGroupGetLlBuffers): L x R x T rows per rank.  Needs
-                                   the EXPERT_MAJOR layout, one load/store domain and no
-                                   enable_mask; 0 (default) = the receive area and a copy */
+    uint32_t zero_copy;       /**< LL: 1 = dispatch writes each row once, straight into its
+                                   receiver's zero-copy rows (symmetric memory,
+                                   ncclxEpGroupGetLlBuffers): L x R x T rows per rank with
+                                   the EXPERT_MAJOR layout, R x T more with RANK_MAJOR.  Needs
+                                   one load/store domain and no enable_mask; 0 (default) = the
+                                   receive area and a copy */
 } ncclxEpGroupPlan_t;
 
 #define NCCLX_EP_GROUP_PLAN_INIT                                                                   \

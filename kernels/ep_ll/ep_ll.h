@@ -85,9 +85,12 @@ typedef struct {
      * dispatch rows are stored by their sender straight into the receiver's zero-copy rows
      * [L][R][T] (and scale rows), at places every rank learns from the count boards [2][R]
      * (ep_ll_wire.h) before any row moves (the handle keeps where they went:
-     * zero_copy_starts).  A combine may read them back from there (pull, below). */
+     * zero_copy_starts); rank-major rows into its rank-major rows [R][T] at (source, slot),
+     * a place the sender knows (the boards are then only the handshake that the receiver is
+     * done with its previous rows).  A combine may read them back from there (pull, below). */
     int zero_copy;
     size_t zero_copy_rows, zero_copy_scales, count_boards, board_bytes;
+    size_t zero_copy_rm_rows, zero_copy_rm_scales;
     size_t msg_bytes;
     size_t combine_slot_bytes;
     int combine_slots;

@@ -116,7 +116,8 @@ struct CombineSources {
 // stored the token's row for that expert (the expert's row block, this rank's start among its
 // sources, the token's slot among this rank's tokens to the expert).  Rank-major: row q is the
 // q-th destination rank in rank order (every destination counts in the order, arrived or not, as
-// in dispatch), pre-weighted, in slot (t, q).
+// in dispatch), pre-weighted, in slot (t, q), or, pulled, in the rank-major rows of that rank at
+// (this rank, the token's message slot there).
 struct TokenRows {
     unsigned rows;
     const char *mine;
@@ -139,7 +140,30 @@ __device__ __forceinline__ TokenRows token_rows(const ncclx_ep_ll_group_desc_t &
     if (!h.expert_major) {
         bool first;
         const int order = destination_order(d, first);
-        r.rows = __reduce_or_sync(0xffffffffu, first && from.arrived.has(d) ? 1u << order : 0u);
+        // A pulled rank's row lies in its rank-major rows at (this rank, the token's message
+        // slot there), which the lane of d's first entry knows (h.route); it goes to lane
+        // `order`, which the reduce reads in rank order as any other row.  A rank whose board
+        // did not come in the dispatch got no row (start < 0): skipped, as expert-major.
+        const bool pulled = kZeroCopy && first && from.pulled.has(d);
+        const int start = pulled ? h.zero_copy_starts[e] : 0;
+        const bool counts = first && from.arrived.has(d) && start >= 0;
+        r.rows = __reduce_or_sync(0xffffffffu, counts ? 1u << order : 0u);
+        if (kZeroCopy) {
+            const char *at = nullptr;
+            if (pulled && start >= 0) {
+                const size_t pos = (size_t)g.rank * g.max_tokens + (size_t)h.route[i];
+                at = peer_base(g, d) + g.zero_copy_rm_rows + pos * g.hidden * dtype_bytes(a.dtype);
+            }
+            for (unsigned rest = __ballot_sync(0xffffffffu, at != nullptr); rest != 0;
+                 rest &= rest - 1) {
+                const int j = __ffs(rest) - 1;
+                const char *row = reinterpret_cast<const char *>(
+                    __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(at), j));
+                if (lane == __shfl_sync(0xffffffffu, order, j)) {
+                    r.mine = row;
+                }
+            }
+        }
         return r;
     }
     const bool pulled = kZeroCopy && d >= 0 && from.pulled.has(d);

@@ -60,6 +60,7 @@ struct TokenRoute {
     LaneTargets msgs;
     int expert; // top-k entry of this lane (-1: none or lane >= topk)
     int order;  // rank order of this lane's destination among the token's destinations
+    int slot;   // the token's message slot at this lane's destination (-1: lane >= topk)
 };
 
 __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t &g,
@@ -67,11 +68,11 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
                                                   const LiveView &view, int t, int parity, int lane)
 {
     TokenRoute r;
-    int slot = -1;
+    r.slot = -1;
     r.expert = -1;
     if (lane < h.topk) {
         r.expert = h.idx[t * h.topk + lane];
-        slot = h.route[t * h.topk + lane];
+        r.slot = h.route[t * h.topk + lane];
     }
     // Slots and rank orders count every destination; a masked one just gets no message.
     const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
@@ -81,8 +82,8 @@ __device__ __forceinline__ TokenRoute route_token(const ncclx_ep_ll_group_desc_t
     r.msgs.lanes = __ballot_sync(0xffffffffu, send);
     r.msgs.mine = nullptr;
     if (send) {
-        r.msgs.mine = is_remote(g, d) ? staged_message(g, d, slot)
-                                      : message_at(peer_base(g, d), g, parity, g.rank, slot);
+        r.msgs.mine = is_remote(g, d) ? staged_message(g, d, r.slot)
+                                      : message_at(peer_base(g, d), g, parity, g.rank, r.slot);
     }
     return r;
 }
@@ -187,7 +188,8 @@ __device__ __forceinline__ void post_board(const ncclx_ep_ll_group_desc_t &g,
 #pragma unroll
         for (int b = 0; b < kBoardBatch; b++) {
             const long long i = i0 + (long long)b * blockDim.x;
-            n[b] = i < pairs ? h.expert_count[i % E] : 0;
+            // A rank-major handle has no counts to give: its rows' places need none.
+            n[b] = i < pairs && h.expert_major ? h.expert_count[i % E] : 0;
         }
 #pragma unroll
         for (int b = 0; b < kBoardBatch; b++) {
@@ -284,9 +286,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 
 // Zero copy: lane k's row of token t for its top-k entry, at its final place in the rows of the
 // entry's rank (one row per distinct expert: a token that lists an expert twice sends one), and
-// the row's scale row in scale_rows.
+// the row's scale row in scale_rows.  Rank-major: the lane of each destination's message stores
+// the token's one row for that rank, at (this rank, the message's slot) of its rank-major rows.
 // counted: the boards this block waited for itself (board_in_send), from which the lane works
-// its row's start out; nullptr: the board kernel's starts (zero_copy_starts).
+// its row's start out; nullptr: the board kernel's starts (zero_copy_starts; rank-major: only
+// whether the destination's board came).
 __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group_desc_t &g,
                                                          const ncclx_ep_ll_handle_desc_t &h,
                                                          const ncclx_ep_ll_dispatch_desc_t &a,
@@ -297,22 +301,33 @@ __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group
     const int e = r.expert, L = g.local_experts;
     const int d = e >= 0 ? e / L : 0;
     long long pos = -1;
-    if (e >= 0 && view.has(d)) {
-        const int start =
-            counted != nullptr ? expert_start(g, counted, parity, e) : h.zero_copy_starts[e];
-        if (start >= 0) {
-            pos = (long long)(e - d * L) * g.ranks * g.max_tokens + start +
-                  h.expert_slot[t * h.topk + lane];
+    bool first;
+    if (!h.expert_major) {
+        const bool message = (r.msgs.lanes >> lane) & 1u; // d's first lane, d in view
+        if (message && (counted != nullptr ? counted[d] != 0 : h.zero_copy_starts[e] >= 0)) {
+            pos = (long long)g.rank * g.max_tokens + r.slot;
         }
+        first = pos >= 0;
+    } else {
+        if (e >= 0 && view.has(d)) {
+            const int start =
+                counted != nullptr ? expert_start(g, counted, parity, e) : h.zero_copy_starts[e];
+            if (start >= 0) {
+                pos = (long long)(e - d * L) * g.ranks * g.max_tokens + start +
+                      h.expert_slot[t * h.topk + lane];
+            }
+        }
+        const unsigned same = __match_any_sync(0xffffffffu, pos >= 0 ? e : -1);
+        first = pos >= 0 && (same & lanemask_lt()) == 0;
     }
-    const unsigned same = __match_any_sync(0xffffffffu, pos >= 0 ? e : -1);
-    const bool first = pos >= 0 && (same & lanemask_lt()) == 0;
+    const size_t rows = h.expert_major ? g.zero_copy_rows : g.zero_copy_rm_rows;
+    const size_t scales = h.expert_major ? g.zero_copy_scales : g.zero_copy_rm_scales;
     LaneTargets to;
     to.lanes = __ballot_sync(0xffffffffu, first);
-    to.mine = first ? peer_base(g, d) + g.zero_copy_rows + (size_t)pos * a.out_row_bytes : nullptr;
+    to.mine = first ? peer_base(g, d) + rows + (size_t)pos * a.out_row_bytes : nullptr;
     scale_rows.lanes = to.lanes;
     scale_rows.mine = first && a.scale_bytes > 0
-                          ? peer_base(g, d) + g.zero_copy_scales + (size_t)pos * a.scale_bytes
+                          ? peer_base(g, d) + scales + (size_t)pos * a.scale_bytes
                           : nullptr;
     return to;
 }
@@ -644,6 +659,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
     }
     char *self = peer_base(g, g.rank);
+    // Zero copy: this rank's rows of the handle's layout, where its sources stored the rows.
+    const size_t zc_rows = h.expert_major ? g.zero_copy_rows : g.zero_copy_rm_rows;
+    const size_t zc_scales = h.expert_major ? g.zero_copy_scales : g.zero_copy_rm_scales;
     const int warp = unit_warp(units, warps);
     for (int u = warp; u < units; u += warps) {
         const int n = u / chunks, c = u % chunks, s = source_of(p.start, R, n);
@@ -692,7 +710,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                 one.lanes = 1u;
                 one.mine = target_of(to, __ffs(rest) - 1);
                 const size_t at = (size_t)(one.mine - static_cast<char *>(a.out_tokens));
-                warp_copy_to(one, self + g.zero_copy_rows + at, begin, end, lane);
+                warp_copy_to(one, self + zc_rows + at, begin, end, lane);
             }
         }
         if (c != 0) {
@@ -706,7 +724,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                 char *row_at = target_of(to, __ffs(rest) - 1);
                 size_t row = (size_t)(row_at - static_cast<char *>(a.out_tokens)) / out_row;
                 char *out = static_cast<char *>(a.out_scales) + row * a.scale_bytes;
-                const char *from = kZeroCopy ? self + g.zero_copy_scales + row * a.scale_bytes
+                const char *from = kZeroCopy ? self + zc_scales + row * a.scale_bytes
                                              : msg + poff + scale_offset(a);
                 for (size_t b = lane; b < a.scale_bytes; b += kWarpSize) {
                     out[b] = from[b];

@@ -36,7 +36,7 @@
 /* Added after 0.2 (not released yet). */
 #define NCCLX_LOOPBACK_CONFIG_SIZE_V1 32u
 #define NCCLX_NET_STATS_SIZE_V1       48u
-#define NCCLX_EP_LL_BUFFERS_SIZE_V1   56u
+#define NCCLX_EP_LL_BUFFERS_SIZE_V1   72u
 
 /*
  * Every versioned struct of the public API, one line each: X(type, magic, v1 size, last field
@@ -68,7 +68,7 @@
     X(ncclxLoopbackConfig_t, NCCLX_MAGIC_LOOPBACK_CONFIG, NCCLX_LOOPBACK_CONFIG_SIZE_V1,         \
       reserved0)                                                                                 \
     X(ncclxNetStats_t, NCCLX_MAGIC_NET_STATS, NCCLX_NET_STATS_SIZE_V1, signals)                  \
-    X(ncclxEpLlBuffers_t, NCCLX_MAGIC_EP_LL_BUFFERS, NCCLX_EP_LL_BUFFERS_SIZE_V1, reserved0)
+    X(ncclxEpLlBuffers_t, NCCLX_MAGIC_EP_LL_BUFFERS, NCCLX_EP_LL_BUFFERS_SIZE_V1, rank_major_scales)
 
 /** The size/magic/version header every versioned struct starts with. */
 typedef struct {

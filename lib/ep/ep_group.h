@@ -56,6 +56,8 @@ struct ncclxEpGroup {
     char *ht_combine_rows;         /* HT: this rank's combine rows (local address) */
     char *zero_copy_tokens;        /* LL zero_copy: this rank's zero-copy rows (local address) */
     char *zero_copy_scales;        /* LL zero_copy: its scale rows (NULL without scales) */
+    char *zero_copy_rm_tokens;     /* LL zero_copy, rank-major in the plan: its rank-major rows */
+    char *zero_copy_rm_scales;     /* and their scale rows (NULL without scales) */
     ncclx_ep_ht_handle_layout_t ht_handle_layout;
     char *handle_memory;       /* device: num_handles * handle_layout.bytes */
     volatile uint32_t *status; /* host view of the mapped status (error bits) */
@@ -148,10 +150,11 @@ ncclxResult_t ncclx_ep_ht_dispatch(ncclx_ep_handle_t *h, const ncclxEpDispatchAr
 ncclxResult_t ncclx_ep_ht_combine(ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                   ncclxStream_t stream);
 
-/** LL zero_copy: the rows of the group's zero-copy rows (and scale rows), L x R x T. */
-static inline size_t ncclx_ep_zero_copy_rows(const ncclx_ep_group_t *g)
+/** LL zero_copy: the rows of the group's zero-copy rows (and scale rows) of a layout: L x R x T
+ *  expert-major, R x T rank-major. */
+static inline size_t ncclx_ep_zero_copy_rows(const ncclx_ep_group_t *g, int expert_major)
 {
-    return (size_t)g->dims.local_experts * g->dims.ranks * g->dims.tokens;
+    return (expert_major ? (size_t)g->dims.local_experts : 1) * g->dims.ranks * g->dims.tokens;
 }
 
 /** Checks dispatch arguments against the handle and fills the kernels' call descriptor. */

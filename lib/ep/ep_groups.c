@@ -57,6 +57,8 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->zero_copy = g->plan.zero_copy != 0;
     d->zero_copy_rows = r->zero_copy_rows;
     d->zero_copy_scales = r->zero_copy_scales;
+    d->zero_copy_rm_rows = r->zero_copy_rm_rows;
+    d->zero_copy_rm_scales = r->zero_copy_rm_scales;
     d->count_boards = r->count_boards;
     d->board_bytes = ncclx_ep_board_bytes(g->plan.num_experts);
     g->zero_copy_tokens =
@@ -66,6 +68,14 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     g->zero_copy_scales =
         r->zero_copy_scales != NCCLX_NO_REGION
             ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_scales)
+            : NULL;
+    g->zero_copy_rm_tokens =
+        r->zero_copy_rm_rows != NCCLX_NO_REGION
+            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_rows)
+            : NULL;
+    g->zero_copy_rm_scales =
+        r->zero_copy_rm_scales != NCCLX_NO_REGION
+            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_scales)
             : NULL;
     d->msg_bytes = g->dims.dispatch_msg_bytes;
     d->decisions = r->decisions != NCCLX_NO_REGION

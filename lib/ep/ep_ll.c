@@ -47,9 +47,8 @@ static void ncclx_ll_handle_bind(ncclx_ep_handle_t *h, char *caller_memory)
     d->recv_pos = expert_major ? (int32_t *)(base + ll.recv_pos) : NULL;
     d->expert_slot = expert_major ? (int32_t *)(base + ll.expert_slot) : NULL;
     d->expert_count = expert_major ? (int32_t *)(base + ll.expert_count) : NULL;
-    /* Present exactly where the layout reserved it (a zero_copy plan's expert-major handles). */
-    d->zero_copy_starts =
-        expert_major && ll.zero_copy_starts != 0 ? (int32_t *)(base + ll.zero_copy_starts) : NULL;
+    /* Present exactly where the layout reserved it (a zero_copy plan's handles). */
+    d->zero_copy_starts = ll.zero_copy_starts != 0 ? (int32_t *)(base + ll.zero_copy_starts) : NULL;
     d->topk = (int)h->config.topk;
     d->expert_major = expert_major;
     d->global_ids = (int)h->config.global_expert_ids;
@@ -220,7 +219,11 @@ ncclxResult_t ncclxEpGroupGetLlBuffers(ncclxEpGroup_t g, ncclxEpLlBuffers_t *buf
     b.scales = g->zero_copy_scales;
     b.row_bytes = g->dims.zero_copy_row_bytes;
     b.scale_bytes = g->dims.zero_copy_scale_bytes;
-    b.rows = (uint32_t)ncclx_ep_zero_copy_rows(g);
+    b.rows = g->zero_copy_tokens != NULL ? (uint32_t)ncclx_ep_zero_copy_rows(g, 1) : 0;
+    b.rank_major_tokens = g->zero_copy_rm_tokens;
+    b.rank_major_scales = g->zero_copy_rm_scales;
+    b.rank_major_rows =
+        g->zero_copy_rm_tokens != NULL ? (uint32_t)ncclx_ep_zero_copy_rows(g, 0) : 0;
     ncclx_struct_export(buffers, &b, sizeof(b));
     return ncclxSuccess;
 }

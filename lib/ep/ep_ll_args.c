@@ -179,54 +179,74 @@ static int ncclx_ll_receive_in_send(const ncclx_ep_handle_t *h, uint32_t send_on
            h->group->desc.ranks <= NCCLX_EP_THREADS;
 }
 
-/* Zero copy (an expert-major dispatch of a group planned with zero_copy): peers store the rows
- * into this rank's zero-copy rows during the dispatch, so the input may not lie there, and an
- * output there must be exactly them (a view shifted by a row would receive rows half-written);
- * any other output gets one more copy (copy_rows, copy_scales). */
+/* This rank's zero-copy rows (and scale rows) of handle h's layout, and how many: expert-major
+ * [L][R][T], rank-major [R][T] (ncclxEpGroupGetLlBuffers' tokens / rank_major_tokens).  NULL
+ * rows: the group has no zero copy, or not for this layout. */
+typedef struct {
+    const char *rows, *scales, *name; /* name: the ncclxEpLlBuffers_t field, for errors */
+    size_t row_area, scale_area;
+} ncclx_zero_copy_rows_t;
+
+static ncclx_zero_copy_rows_t ncclx_zero_copy_rows_of(const ncclx_ep_handle_t *h)
+{
+    const ncclx_ep_group_t *g = h->group;
+    const int em = h->desc.expert_major;
+    const size_t rows = ncclx_ep_zero_copy_rows(g, em);
+    ncclx_zero_copy_rows_t z;
+    z.rows = g->desc.zero_copy ? (em ? g->zero_copy_tokens : g->zero_copy_rm_tokens) : NULL;
+    z.scales = z.rows != NULL ? (em ? g->zero_copy_scales : g->zero_copy_rm_scales) : NULL;
+    z.name = em ? "" : "rank_major_";
+    z.row_area = rows * g->dims.zero_copy_row_bytes;
+    z.scale_area = rows * g->dims.zero_copy_scale_bytes;
+    return z;
+}
+
+/* Zero copy (a dispatch of a group planned with zero_copy): peers store the rows into this
+ * rank's zero-copy rows of the handle's layout during the dispatch, so the input may not lie
+ * there, and an output there must be exactly them (a view shifted by a row would receive rows
+ * half-written); any other output gets one more copy (copy_rows, copy_scales). */
 static ncclxResult_t ncclx_ll_zero_copy_desc(const ncclx_ep_handle_t *h,
                                              const ncclxEpDispatchArgs_t *a,
                                              ncclx_ep_ll_dispatch_desc_t *d)
 {
-    const ncclx_ep_group_t *g = h->group;
-    const size_t rows = ncclx_ep_zero_copy_rows(g);
-    const size_t row_area = rows * g->dims.zero_copy_row_bytes;
-    const size_t scale_area = rows * g->dims.zero_copy_scale_bytes;
-    if (!g->desc.zero_copy || !h->desc.expert_major) {
+    const ncclx_zero_copy_rows_t z = ncclx_zero_copy_rows_of(h);
+    if (z.rows == NULL) {
         return ncclxSuccess;
     }
     /* The inputs: neither may start in the rows or the scale rows. */
     const ncclxTensor_t *const inputs[2] = {&a->tokens, &a->scales};
     for (int i = 0; i < 2; i++) {
-        if (ncclx_tensor_starts_in(inputs[i], g->zero_copy_tokens, row_area) ||
-            ncclx_tensor_starts_in(inputs[i], g->zero_copy_scales, scale_area)) {
+        if (ncclx_tensor_starts_in(inputs[i], z.rows, z.row_area) ||
+            ncclx_tensor_starts_in(inputs[i], z.scales, z.scale_area)) {
             return NCCLX_ERROR(ncclxInvalidArgument,
                                "ncclxEpDispatch: args->%s lies in the group's zero-copy rows "
-                               "(ncclxEpGroupGetLlBuffers), which peers write during the "
-                               "dispatch: copy it elsewhere first",
-                               i == 0 ? "tokens" : "scales");
+                               "(ncclxEpGroupGetLlBuffers .%stokens / .%sscales), which peers "
+                               "write during the dispatch: copy it elsewhere first",
+                               i == 0 ? "tokens" : "scales", z.name, z.name);
         }
     }
-    if ((ncclx_tensor_starts_in(&a->out_tokens, g->zero_copy_tokens, row_area) &&
-         a->out_tokens.data != g->zero_copy_tokens) ||
-        ncclx_tensor_starts_in(&a->out_tokens, g->zero_copy_scales, scale_area)) {
+    if ((ncclx_tensor_starts_in(&a->out_tokens, z.rows, z.row_area) &&
+         a->out_tokens.data != z.rows) ||
+        ncclx_tensor_starts_in(&a->out_tokens, z.scales, z.scale_area)) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->out_tokens starts inside the group's "
                            "zero-copy rows but not at their first row (ncclxEpGroupGetLlBuffers "
-                           ".tokens): pass exactly them, or a buffer of your own");
+                           ".%stokens): pass exactly them, or a buffer of your own",
+                           z.name);
     }
-    if (d->scale_bytes > 0 &&
-        ((ncclx_tensor_starts_in(&a->out_scales, g->zero_copy_scales, scale_area) &&
-          a->out_scales.data != g->zero_copy_scales) ||
-         ncclx_tensor_starts_in(&a->out_scales, g->zero_copy_tokens, row_area))) {
+    if (d->scale_bytes > 0 && ((ncclx_tensor_starts_in(&a->out_scales, z.scales, z.scale_area) &&
+                                a->out_scales.data != z.scales) ||
+                               ncclx_tensor_starts_in(&a->out_scales, z.rows, z.row_area))) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpDispatch: args->out_scales starts inside the group's "
                            "zero-copy rows but not at the first scale row "
-                           "(ncclxEpGroupGetLlBuffers .scales): pass exactly them, or a buffer "
-                           "of your own");
+                           "(ncclxEpGroupGetLlBuffers .%sscales): pass exactly them, or a "
+                           "buffer of your own",
+                           z.name);
     }
     d->zero_copy = 1;
-    d->copy_rows = a->out_tokens.data != g->zero_copy_tokens;
-    d->copy_scales = d->scale_bytes > 0 && a->out_scales.data != g->zero_copy_scales;
+    d->copy_rows = a->out_tokens.data != z.rows;
+    d->copy_scales = d->scale_bytes > 0 && a->out_scales.data != z.scales;
     return ncclxSuccess;
 }
 
@@ -285,35 +305,36 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
     return ncclxSuccess;
 }
 
-/* Zero copy (an expert-major combine of a group planned with zero_copy): when expert_out is this
- * rank's zero-copy rows (its experts computed in place), the rows stay there and the tokens'
- * ranks read them (pull: each row moves once); any other expert_out is sent as on any group, and
- * the ranks of one combine may differ in this (each says which in its signal).  expert_out at the
- * rows in a wider dtype than the plan sized them for would not fit in them: refused. */
+/* Zero copy (a combine of a group planned with zero_copy): when expert_out is this rank's
+ * zero-copy rows of the handle's layout (its experts computed in place), the rows stay there and
+ * the tokens' ranks read them (pull: each row moves once); any other expert_out is sent as on
+ * any group, and the ranks of one combine may differ in this (each says which in its signal).
+ * expert_out at the rows in a wider dtype than the plan sized them for would not fit in them:
+ * refused. */
 static ncclxResult_t ncclx_ll_pull_desc(const ncclx_ep_handle_t *h, const ncclxEpCombineArgs_t *a,
                                         ncclx_ep_ll_combine_desc_t *d)
 {
     const ncclx_ep_group_t *g = h->group;
-    if (!g->desc.zero_copy || !h->desc.expert_major) {
+    const ncclx_zero_copy_rows_t z = ncclx_zero_copy_rows_of(h);
+    if (z.rows == NULL) {
         return ncclxSuccess;
     }
     d->zero_copy = 1;
-    if (a->expert_out.data == NULL || a->expert_out.data != g->zero_copy_tokens) {
+    if (a->expert_out.data == NULL || a->expert_out.data != z.rows) {
         return ncclxSuccess;
     }
     const uint64_t row = ncclx_tensor_row_bytes(&a->expert_out);
     if (row > g->dims.zero_copy_row_bytes) {
         return NCCLX_ERROR(ncclxInvalidArgument,
                            "ncclxEpCombine: args->expert_out is the group's zero-copy rows "
-                           "(ncclxEpGroupGetLlBuffers .tokens), but its rows of %llu bytes do "
+                           "(ncclxEpGroupGetLlBuffers .%stokens), but its rows of %llu bytes do "
                            "not fit their rows of %zu bytes: pass a buffer of your own",
-                           (unsigned long long)row, g->dims.zero_copy_row_bytes);
+                           z.name, (unsigned long long)row, g->dims.zero_copy_row_bytes);
     }
     /* Peers read the rows until their combines end: this rank's own results may not land there. */
-    const size_t row_area = ncclx_ep_zero_copy_rows(g) * g->dims.zero_copy_row_bytes;
     const ncclxTensor_t *const written[2] = {&a->out, &a->topk_weights};
     for (int i = 0; i < 2; i++) {
-        if (ncclx_tensor_starts_in(written[i], g->zero_copy_tokens, row_area)) {
+        if (ncclx_tensor_starts_in(written[i], z.rows, z.row_area)) {
             return NCCLX_ERROR(ncclxInvalidArgument,
                                "ncclxEpCombine: args->%s lies in the group's zero-copy rows, "
                                "which this combine's expert_out leaves to its peers to read: "

@@ -87,10 +87,10 @@ void ncclx_ep_ll_handle_layout(const ncclx_ep_dims_t *d, int expert_major,
     h->expert_slot = expert_major ? ncclx_handle_piece(&cursor, tk * 4) : 0;
     h->expert_count = expert_major ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4) : 0;
     /* Zero copy: where the dispatch put this rank's rows of each expert, kept with the handle so
-     * that its combine finds them there even after another handle's dispatch. */
-    h->zero_copy_starts = expert_major && d->zero_copy_row_bytes != 0
-                              ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4)
-                              : 0;
+     * that its combine finds them there even after another handle's dispatch (rank-major: only
+     * whether each expert's rank took rows, >= 0, as its rows' place needs no count). */
+    h->zero_copy_starts =
+        d->zero_copy_row_bytes != 0 ? ncclx_handle_piece(&cursor, (size_t)d->num_experts * 4) : 0;
     h->bytes = ncclx_align_up(cursor, NCCLX_DEVICE_ALIGN);
 }
 

@@ -213,8 +213,8 @@ static ncclxResult_t ncclx_check_algorithm_bounds(const ncclxEpGroupPlan_t *g, u
 }
 
 /* LL zero copy (peers write each dispatch row at its final place in the receiver's symmetric
- * rows): expert-major rows only; a rank of another load/store domain cannot store there, and a
- * masked (evicted) rank's late stores could land in rows the receiver already handed out. */
+ * rows, of either layout): a rank of another load/store domain cannot store there, and a masked
+ * (evicted) rank's late stores could land in rows the receiver already handed out. */
 static ncclxResult_t ncclx_check_zero_copy(const ncclxEpGroupPlan_t *g, uint32_t gi,
                                            const ncclxTeam_t *team)
 {
@@ -229,12 +229,6 @@ static ncclxResult_t ncclx_check_zero_copy(const ncclxEpGroupPlan_t *g, uint32_t
                                  "=%u: an LL field (HT's zero-copy buffers need no plan: "
                                  "ncclxEpGroupGetHtBuffers); leave 0",
                                  g->zero_copy);
-    }
-    if (!(g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR)) {
-        return GROUP_FIELD_ERROR(gi, "zero_copy",
-                                 "=%u: zero-copy rows are expert-major; layouts=0x%x lacks "
-                                 "NCCLX_EP_LAYOUT_EXPERT_MAJOR",
-                                 g->zero_copy, g->layouts);
     }
     if (g->enable_mask) {
         return GROUP_FIELD_ERROR(gi, "zero_copy",

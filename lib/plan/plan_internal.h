@@ -74,15 +74,17 @@ typedef struct {
     size_t dispatch_counts;  /* symmetric, LL expert-major: [2][R][L] int32 rows per local expert */
     size_t zero_copy_rows;   /* symmetric, LL zero_copy: [L][R][T] output token rows */
     size_t zero_copy_scales; /* symmetric, LL zero_copy: [L][R][T] output scale rows (or none) */
-    size_t count_boards;     /* symmetric, LL zero_copy: [2][R] boards (ep_ll_wire.h) */
-    size_t state;            /* device */
-    size_t decisions;        /* device, LL: [2][R] what this rank concluded about each source */
-    size_t mask;             /* device, LL with enable_mask */
-    size_t handles;          /* device, num_handles * dims.handle_bytes */
-    size_t status;           /* mapped host */
-    size_t host_group;       /* host: the group struct */
-    size_t host_handles;     /* host: num_handles handle structs */
-    size_t host_pool;        /* host: pool bookkeeping */
+    size_t zero_copy_rm_rows;   /* symmetric, LL zero_copy, rank-major: [R][T] output rows */
+    size_t zero_copy_rm_scales; /* symmetric, LL zero_copy, rank-major: [R][T] scale rows */
+    size_t count_boards;        /* symmetric, LL zero_copy: [2][R] boards (ep_ll_wire.h) */
+    size_t state;               /* device */
+    size_t decisions;           /* device, LL: [2][R] what this rank concluded about each source */
+    size_t mask;                /* device, LL with enable_mask */
+    size_t handles;             /* device, num_handles * dims.handle_bytes */
+    size_t status;              /* mapped host */
+    size_t host_group;          /* host: the group struct */
+    size_t host_handles;        /* host: num_handles handle structs */
+    size_t host_pool;           /* host: pool bookkeeping */
     size_t host_masked;      /* host, LL with enable_mask: [R] ranks masked by ncclxEpMaskUpdate */
     size_t ht_map;           /* symmetric, HT: routing map [T][ceil(E / 32)] uint32 */
     size_t ht_dispatch_meta; /* symmetric, HT: [S][K] {expert, weight} of the dispatch rows */
@@ -183,8 +185,9 @@ typedef struct {
     size_t expert_slot;      /* int32 [T, K]: the token's index among this rank's tokens to the
                                 entry's expert (expert-major) */
     size_t expert_count;     /* int32 [E]: this rank's tokens to each expert (expert-major) */
-    size_t zero_copy_starts; /* int32 [E], expert-major of a zero_copy group: where this rank's
-                                rows of each expert start at its rank in the handle's dispatch */
+    size_t zero_copy_starts; /* int32 [E], a zero_copy group: where this rank's rows of each
+                                expert start at its rank in the handle's dispatch (rank-major:
+                                >= 0 where that rank took rows) */
     size_t bytes;            /* the whole handle, 256-byte multiple */
 } ncclx_ep_ll_handle_layout_t;
 

@@ -106,20 +106,29 @@ static ncclxResult_t ncclx_layout_ep_symmetric(ncclx_layout_t *layout, int gi, i
                                  (size_t)d->local_experts * sizeof(int32_t), &r->dispatch_counts);
 }
 
-/* LL zero copy (docs/ep-ll.md, "Zero copy"): the expert-major output rows peers store into,
- * their scale rows, and the count boards that tell every rank where each row goes; empty
- * without zero_copy. */
+/* LL zero copy (docs/ep-ll.md, "Zero copy"): the output rows peers store into and their scale
+ * rows, per layout the plan enables (expert-major [L][R][T], rank-major [R][T]: regions of
+ * their own, so that one layout's dispatch never overwrites the other's rows), and the count
+ * boards that tell every rank where each row goes; empty without zero_copy. */
 static ncclxResult_t ncclx_layout_ep_zero_copy(ncclx_layout_t *layout, int gi,
                                                const ncclxEpGroupPlan_t *g,
                                                const ncclx_ep_dims_t *d,
                                                ncclx_ep_group_regions_t *r)
 {
     const size_t on = g->zero_copy ? 1 : 0;
+    const size_t em = on && (g->layouts & NCCLX_EP_LAYOUT_EXPERT_MAJOR) ? 1 : 0;
+    const size_t rm = on && (g->layouts & NCCLX_EP_LAYOUT_RANK_MAJOR) ? 1 : 0;
     const size_t rows = (size_t)d->local_experts * d->ranks * d->tokens;
-    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy rows", on, rows,
+    const size_t rm_rows = (size_t)d->ranks * d->tokens;
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy rows", em, rows,
                                       d->zero_copy_row_bytes, &r->zero_copy_rows));
-    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy scale rows", on,
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy scale rows", em,
                                       rows, d->zero_copy_scale_bytes, &r->zero_copy_scales));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "zero-copy rank-major rows",
+                                      rm, rm_rows, d->zero_copy_row_bytes, &r->zero_copy_rm_rows));
+    NCCLX_CHECK(ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi,
+                                      "zero-copy rank-major scale rows", rm, rm_rows,
+                                      d->zero_copy_scale_bytes, &r->zero_copy_rm_scales));
     return ncclx_reserve_product(layout, NCCLX_MEM_SYMMETRIC, gi, "count boards",
                                  on * NCCLX_EP_LL_BUFFERS, d->ranks,
                                  ncclx_ep_board_bytes(d->num_experts), &r->count_boards);
@@ -234,6 +243,7 @@ static ncclxResult_t ncclx_layout_ep_group(ncclx_layout_t *layout, int gi,
     r->ht_map = r->ht_dispatch_meta = r->ht_combine_meta = r->ht_counters = NCCLX_NO_REGION;
     r->mask_words = r->dispatch_counts = r->net_dispatch_counts = NCCLX_NO_REGION;
     r->zero_copy_rows = r->zero_copy_scales = r->count_boards = NCCLX_NO_REGION;
+    r->zero_copy_rm_rows = r->zero_copy_rm_scales = NCCLX_NO_REGION;
     r->net_dispatch_out = r->net_combine_out = r->net_combine_in = r->net_mask = NCCLX_NO_REGION;
     r->net_combine_rows = 0;
     r->ht_net_maps = r->ht_net_stage = r->ht_net_relay = NCCLX_NO_REGION;

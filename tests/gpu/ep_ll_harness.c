@@ -300,22 +300,24 @@ void ep_run_zero_copy(ep_run_t *run, uint32_t dispatch_ranks, uint32_t combine_r
     const ep_team_t *t = run->team;
     const size_t tokens = run->out_rows * run->out_row, scales = run->out_rows * run->out_scale_row;
     const size_t expert_out = run->out_rows * run->combine_row;
-    assert_int_equal(run->c.layout, NCCLX_EP_LAYOUT_EXPERT_MAJOR);
+    const int rm = run->c.layout == NCCLX_EP_LAYOUT_RANK_MAJOR;
     for (uint32_t r = 0; r < t->ranks; r++) {
         ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
         ep_rank_t *x = &run->r[r];
         assert_ncclx_ok(ncclxEpGroupGetLlBuffers(t->group[r], &b));
-        assert_non_null(b.tokens);
-        assert_int_equal(b.rows, run->out_rows); /* L x R x T */
-        x->zc_tokens = b.tokens;
-        x->zc_scales = b.scales;
-        x->zc_token_bytes = (size_t)b.rows * b.row_bytes;
-        x->zc_scale_bytes = b.scales != NULL ? (size_t)b.rows * b.scale_bytes : 0;
+        /* The layout's own rows: L x R x T expert-major, R x T rank-major. */
+        const uint32_t rows = rm ? b.rank_major_rows : b.rows;
+        x->zc_tokens = rm ? b.rank_major_tokens : b.tokens;
+        x->zc_scales = rm ? b.rank_major_scales : b.scales;
+        assert_non_null(x->zc_tokens);
+        assert_int_equal(rows, run->out_rows);
+        x->zc_token_bytes = (size_t)rows * b.row_bytes;
+        x->zc_scale_bytes = x->zc_scales != NULL ? (size_t)rows * b.scale_bytes : 0;
         if ((dispatch_ranks != 0 && (x->zc_token_bytes < tokens || x->zc_scale_bytes < scales)) ||
             (combine_ranks != 0 && x->zc_token_bytes < expert_out)) {
             fail_msg("rank %u: zero-copy rows of %llu (scales %llu) bytes x %u cannot hold the "
                      "case's rows: tokens %zu, scales %zu, expert_out %zu bytes",
-                     r, (unsigned long long)b.row_bytes, (unsigned long long)b.scale_bytes, b.rows,
+                     r, (unsigned long long)b.row_bytes, (unsigned long long)b.scale_bytes, rows,
                      tokens, scales, expert_out);
         }
     }

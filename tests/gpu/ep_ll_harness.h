@@ -151,7 +151,7 @@ typedef struct {
      * rank r (no tokens from it, entries routed to its experts count as -1) and checks skip
      * it.  absent: bit r: rank r enqueues nothing (a dead rank); poison skips it too. */
     uint32_t masked, absent;
-    /* Zero copy (expert-major runs of a group planned with zero_copy, after ep_run_zero_copy;
+    /* Zero copy (runs of a group planned with zero_copy, after ep_run_zero_copy;
      * tests may change both between operations).  zc_dispatch: bit r: rank r's dispatch
      * receives in place (out_tokens, and out_scales where the case has them, are its zero-copy
      * rows), else into its own buffers.  zc_combine: bit r: rank r's expert outputs are written
@@ -169,10 +169,11 @@ void ep_run_free(ep_run_t *run);
 void ep_run_fill(ep_run_t *run, const ep_routing_t *routing);
 /** Makes run use other's handles (same layout and topk): ep_run_update reroutes them. */
 void ep_run_share_handles(ep_run_t *run, const ep_run_t *other);
-/** Takes every rank's zero-copy rows (ncclxEpGroupGetLlBuffers: L x R x T rows, each rank's
- *  own, large enough for the case's out_tokens, out_scales and expert_out) and sets
- *  run->zc_dispatch and run->zc_combine.  From then on ep_run_poison_dispatch also poisons
- *  every rank's zero-copy rows, from that rank's stream, whether it receives in place or not. */
+/** Takes every rank's zero-copy rows of the case's layout (ncclxEpGroupGetLlBuffers: L x R x T
+ *  rows expert-major, R x T rank-major, each rank's own, large enough for the case's out_tokens,
+ * out_scales and expert_out) and sets run->zc_dispatch and run->zc_combine.  From then on
+ * ep_run_poison_dispatch also poisons every rank's zero-copy rows, from that rank's stream, whether
+ * it receives in place or not. */
 void ep_run_zero_copy(ep_run_t *run, uint32_t dispatch_ranks, uint32_t combine_ranks);
 /** Where rank r's dispatch writes out_tokens / out_scales: its zero-copy rows (zc_dispatch)
  *  or its own buffers; the checks read them there. */

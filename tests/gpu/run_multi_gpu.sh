@@ -48,6 +48,8 @@ bf16-zc --zero-copy
 bf16-zc-graph --zero-copy --graph
 fp8-zc --recipe fp8 --zero-copy
 bf16-zc-sweep --zero-copy --sweep --graph
+bf16-rank --layout rank --graph
+bf16-rank-zc --layout rank --zero-copy --graph
 EOF_RUNS
 for args in "--graph" "--graph --recipe fp8" "--graph --sweep"; do
     echo "== loopback team of $n on GPU 0: ncclx-bench --check $args"

@@ -14,13 +14,14 @@
  * draws new data and a new routing (ncclxEpHandleUpdate), poisons every output and every rank's
  * zero-copy rows (from that rank's stream) first, and checks every count and row of every
  * expert and every combine result bit for bit.  Also: update + dispatch + combine captured in a
- * CUDA graph per rank and replayed with new routings and data, a rank-major handle of a
- * zero-copy group (alone, and between an expert-major dispatch and its combine: the rows stay
- * valid until the next expert-major dispatch), two expert-major handles dispatched one after
- * the other and the first combined from the rows, the kernels a captured dispatch and combine
- * hold and which of them a rank alone on its GPU launches early (a pulled combine: one kernel), and
- * ncclxEpGroupGetLlBuffers (the rows' shape; refused without zero_copy).  Nothing may allocate
- * after the buffers.  TEST_SEED=n replays a run's random data.
+ * CUDA graph per rank and replayed with new routings and data, rank-major handles of a
+ * zero-copy group (rows R x T of their own: in place, caller buffers and mixed, BF16 and FP8,
+ * combines pulled and sent, on 1, 4 and 8 ranks; and between an expert-major dispatch and its
+ * combine: the expert-major rows stay valid until the next expert-major dispatch), two expert-major
+ * handles dispatched one after the other and the first combined from the rows, the kernels a
+ * captured dispatch and combine hold and which of them a rank alone on its GPU launches early (a
+ * pulled combine: one kernel), and ncclxEpGroupGetLlBuffers (the rows' shape; refused without
+ * zero_copy).  Nothing may allocate after the buffers.  TEST_SEED=n replays a run's random data.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,13 +486,16 @@ static void test_combine_launches(void **state)
 
 /* An expert-major handle receiving in place and a rank-major one, alternating: dispatch em,
  * dispatch rm, then both checked (em's rows, still in the zero-copy rows after the rank-major
- * dispatch), combine em from its rows and combine rm, both checked; rerouted each round. */
-static void em_rm_rounds(ep_team_t *t, const ep_case_t *krm, int rounds)
+ * dispatch: the rank-major rows are others), combine em from its rows and combine rm, both
+ * checked; rerouted each round.  rm_in_place: the ranks whose rank-major dispatch receives in
+ * its rank-major rows and whose rank-major combine is pulled from them. */
+static void em_rm_rounds(ep_team_t *t, const ep_case_t *krm, int rounds, uint32_t rm_in_place)
 {
     ep_run_t em, rm;
     ep_run_alloc(&em, t, &bf16_em);
     ep_run_alloc(&rm, t, krm);
     ep_run_zero_copy(&em, ALL_RANKS, ALL_RANKS);
+    ep_run_zero_copy(&rm, rm_in_place, rm_in_place);
     ep_alloc_arm();
     for (int i = 0; i < rounds; i++) {
         ep_routing_t rt = routing_of((uint32_t)i, t->ranks, em.c.experts);
@@ -534,12 +538,57 @@ static void test_rank_major_handle(void **state)
     ep_rng_reset("rank_major");
     zc_plan(&t, 16, 6, 512, 32, EM | RM);
     ep_team_open(&t, 4);
-    /* Alone, as in a group without zero copy. */
+    /* Alone, into the caller's buffers (one more copy, from its rank-major rows). */
     ep_run_case(&t, &bf16_rm, &rt, "rank-major handle of a zero-copy group");
     ep_run_case(&t, &fp8_rm, &rt, "rank-major handle of a zero-copy group");
-    em_rm_rounds(&t, &bf16_rm, 4);
-    em_rm_rounds(&t, &fp8_rm, 2);
+    em_rm_rounds(&t, &bf16_rm, 4, 0);
+    em_rm_rounds(&t, &fp8_rm, 2, 0);
+    /* In place and pulled: the expert-major rows survive the rank-major dispatch and combine. */
+    em_rm_rounds(&t, &bf16_rm, 4, ALL_RANKS);
+    em_rm_rounds(&t, &bf16_rm, 2, 0x5);
     ep_team_close(&t);
+}
+
+/* ---- rank-major zero copy ---- */
+
+/* Rank-major handles of a group planned with zero_copy and RANK_MAJOR alone (rows R x T, no
+ * expert-major rows): each row stored once, at (source, slot) of its receiver's rank-major
+ * rows; received in place, into the caller's buffers, mixed over the ranks; combines pulled
+ * from the rows or sent, mixed; BF16 and FP8 (in place: out_scales the rank-major scale rows). */
+static void rank_major_team(uint32_t ranks, uint32_t nodes)
+{
+    static const zc_masks_t rm_masks[] = {
+        {ALL_RANKS, ALL_RANKS}, {0, 0}, {0x5, 0x3}, {0xa, 0x6}, {0, ALL_RANKS}, {ALL_RANKS, 0}};
+    ep_team_t t;
+    zc_plan(&t, ranks >= 8 ? 4 * ranks : 16, 6, 512, ranks >= 8 ? 24 : 32, RM);
+    t.nodes = nodes;
+    ep_team_open(&t, ranks);
+    zc_iterations(&t, &bf16_rm, rm_masks, COUNT(rm_masks), ranks >= 8 ? 6 : 12, "rank-major, BF16");
+    zc_iterations(&t, &fp8_rm, rm_masks, COUNT(rm_masks), 6, "rank-major, FP8");
+    ep_team_close(&t);
+}
+
+static void test_rank_major_4_ranks(void **state)
+{
+    (void)state;
+    ep_rng_reset("rank_major4");
+    rank_major_team(4, 0);
+    rank_major_team(4, 1);
+}
+
+static void test_rank_major_8_ranks(void **state)
+{
+    (void)state;
+    ep_rng_reset("rank_major8");
+    rank_major_team(8, 0);
+}
+
+/* The real 1-rank communicator (boards in the send, a one-kernel pulled combine). */
+static void test_rank_major_singleton(void **state)
+{
+    (void)state;
+    ep_rng_reset("rank_major1");
+    rank_major_team(0, 0);
 }
 
 /* ---- two expert-major handles ---- */
@@ -687,6 +736,9 @@ int main(void)
         cmocka_unit_test(test_dispatch_launches),
         cmocka_unit_test(test_combine_launches),
         cmocka_unit_test(test_rank_major_handle),
+        cmocka_unit_test(test_rank_major_4_ranks),
+        cmocka_unit_test(test_rank_major_8_ranks),
+        cmocka_unit_test(test_rank_major_singleton),
         cmocka_unit_test(test_two_handles),
     };
     /* Zero copy needs one load/store domain: every team here is shaped explicitly (no shape, or

@@ -150,8 +150,8 @@ static void test_early_recv(void **state)
  * into the receivers' zero-copy rows; it receives in place when out_tokens / out_scales are
  * exactly this rank's zero-copy rows and copies once more otherwise.  Inputs inside the rows
  * (peers write them during the dispatch) and outputs that start inside them anywhere but their
- * first row are refused, naming the argument; rank-major handles and groups without zero_copy
- * are untouched. */
+ * first row are refused, naming the argument; rank-major handles use rows of their own (R x T),
+ * under the same rules; groups without zero_copy are untouched. */
 static void test_zero_copy(void **state)
 {
     (void)state;
@@ -216,7 +216,9 @@ static void test_zero_copy(void **state)
                                "args->scales lies in the group's zero-copy rows");
         }
     }
-    /* Rank-major handles of the group, and groups without zero_copy, take the receive area. */
+    /* Rank-major handles of a group without rank-major rows (its plan's layouts lack
+     * RANK_MAJOR: not a handle a real group could make, but the rows are the test), and groups
+     * without zero_copy, take the receive area. */
     fixture_t rm;
     make_fixture(&rm, RM);
     rm.group = f.group;
@@ -224,6 +226,42 @@ static void test_zero_copy(void **state)
     ncclxEpDispatchArgs_t a = valid_dispatch(&rm, NONE);
     assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
     assert_int_equal(d.zero_copy, 0);
+    /* With rank-major rows of their own (R x T), as the expert-major ones, at their address. */
+    rm.group.zero_copy_rm_tokens = PTR(22);
+    rm.group.zero_copy_rm_scales = PTR(23);
+    assert_ncclx_ok(ncclxEpGroupGetLlBuffers(&rm.group, &b));
+    assert_ptr_equal(b.rank_major_tokens, PTR(22));
+    assert_ptr_equal(b.rank_major_scales, PTR(23));
+    assert_int_equal(b.rank_major_rows, R * T);
+    assert_ptr_equal(b.tokens, PTR(20));
+    for (int r = 0; r < 3; r++) {
+        const int scaled = recipes[r] != NONE;
+        a = valid_dispatch(&rm, recipes[r]);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+        assert_int_equal(d.zero_copy, 1);
+        assert_int_equal(d.copy_rows, 1);
+        assert_int_equal(d.copy_scales, scaled);
+        /* The expert-major rows are not this layout's: a buffer like any other. */
+        a.out_tokens.data = PTR(20);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+        assert_int_equal(d.copy_rows, 1);
+        a.out_tokens.data = PTR(22);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+        assert_int_equal(d.copy_rows, 0);
+        if (scaled) {
+            a.out_scales.data = PTR(23);
+            assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
+            assert_int_equal(d.copy_scales, 0);
+        }
+        a.out_tokens.data = (char *)PTR(22) + H * 2;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&rm.handle, &a, &d), ncclxInvalidArgument,
+                           "not at their first row (ncclxEpGroupGetLlBuffers .rank_major_tokens)");
+        a.out_tokens.data = PTR(22);
+        a.tokens.data = (char *)PTR(22) + 4096;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&rm.handle, &a, &d), ncclxInvalidArgument,
+                           "args->tokens lies in the group's zero-copy rows "
+                           "(ncclxEpGroupGetLlBuffers .rank_major_tokens");
+    }
     f.group.desc.zero_copy = 0;
     a = valid_dispatch(&f, NONE);
     assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
@@ -234,7 +272,7 @@ static void test_zero_copy(void **state)
  * where they are (zero_copy), and leaves its own to be read there (pull) exactly when expert_out
  * is the group's zero-copy rows: a view one row in, or a buffer of the caller's, is sent as on any
  * group.  expert_out at the rows but wider than them (rows sized for FP8 alone) is refused;
- * rank-major handles and groups without zero_copy send. */
+ * rank-major handles pull from their own rows; groups without zero_copy send. */
 static void test_zero_copy_combine(void **state)
 {
     (void)state;
@@ -291,6 +329,20 @@ static void test_zero_copy_combine(void **state)
     a = valid_combine(&rm);
     assert_ncclx_ok(ncclx_ep_combine_desc(&rm.handle, &a, &d));
     assert_int_equal(d.zero_copy + d.pull, 0);
+    /* With rank-major rows: pulled exactly from them (not from the expert-major rows). */
+    rm.group.zero_copy_rm_tokens = PTR(22);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.zero_copy, 1);
+    assert_int_equal(d.pull, 0);
+    a.expert_out.data = PTR(20);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.pull, 0);
+    a.expert_out.data = PTR(22);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&rm.handle, &a, &d));
+    assert_int_equal(d.pull, 1);
+    a.out.data = (char *)PTR(22) + 64;
+    assert_ncclx_error(ncclx_ep_combine_desc(&rm.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out lies in the group's zero-copy rows");
     f.group.desc.zero_copy = 0;
     a = valid_combine(&f);
     a.expert_out.data = PTR(20);

@@ -457,7 +457,7 @@ static void test_handle_piece_alignment(void **state)
                 assert_int_equal(ll.expert_slot, 0);
                 assert_int_equal(ll.expert_count, 0);
             }
-            if (em && zc) { /* zero copy: where the dispatch put the rows, [E] */
+            if (zc) { /* zero copy: where the dispatch put the rows (rank-major: whether), [E] */
                 assert_int_equal(ll.zero_copy_starts, off);
                 off += a16(d.num_experts * 4ull);
             } else {

@@ -293,9 +293,10 @@ static void test_field_case(void **state)
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, c->reason);
 }
 
-/* LL zero copy: accepted on an expert-major LL group without a mask inside one load/store
- * domain, with its rows sized L x R x T (plus the count boards); refused, naming the field and
- * why, with rank-major rows only and across load/store domains. */
+/* LL zero copy: accepted on an LL group without a mask inside one load/store domain, with rows
+ * sized L x R x T for the expert-major layout and R x T for the rank-major one (each planned
+ * layout its own, plus the count boards); refused, naming the field and why, across load/store
+ * domains. */
 static void test_zero_copy_plans(void **state)
 {
     fixture_t f;
@@ -308,15 +309,29 @@ static void test_zero_copy_plans(void **state)
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
     assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &on));
     /* BF16 rows (the largest NONE row: FP4 is smaller) and FP8 scale rows, 32 experts x 8
-     * ranks x 128 tokens, and two parities of 8 boards of 16 + 256 x 4 bytes. */
-    const size_t rows = (size_t)32 * 8 * 128;
-    const size_t extra = rows * 7168 * 2 + rows * (7168 / 128 * 4) + 2 * 8 * (16 + 256 * 4);
+     * ranks x 128 tokens expert-major and 8 x 128 more rank-major (both layouts planned: each
+     * has rows of its own), and two parities of 8 boards of 16 + 256 x 4 bytes. */
+    const size_t rows = (size_t)32 * 8 * 128, rm_rows = (size_t)8 * 128;
+    const size_t row = 7168 * 2 + 7168 / 128 * 4, boards = 2 * 8 * (16 + 256 * 4);
+    const size_t extra = (rows + rm_rows) * row + boards;
     assert_true(on.total[NCCLX_MEM_SYMMETRIC] >= off.total[NCCLX_MEM_SYMMETRIC] + extra);
     assert_true(on.total[NCCLX_MEM_SYMMETRIC] <= off.total[NCCLX_MEM_SYMMETRIC] + extra + 4096);
     assert_int_equal(on.total[NCCLX_MEM_DEVICE] - off.total[NCCLX_MEM_DEVICE] >= 256 * 4, 1);
-    f.groups[0].layouts = NCCLX_EP_LAYOUT_RANK_MAJOR;
-    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
-                       "plan.ep_groups[0]->zero_copy=1: zero-copy rows are expert-major");
+    /* One layout planned: only its rows. */
+    const uint32_t one_layout[2] = {NCCLX_EP_LAYOUT_EXPERT_MAJOR, NCCLX_EP_LAYOUT_RANK_MAJOR};
+    for (int i = 0; i < 2; i++) {
+        ncclxPlanSizes_t off1 = NCCLX_PLAN_SIZES_INIT, on1 = NCCLX_PLAN_SIZES_INIT;
+        const size_t extra1 = (i == 0 ? rows : rm_rows) * row + boards;
+        f.groups[0].layouts = one_layout[i];
+        f.groups[0].zero_copy = 0;
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &off1));
+        f.groups[0].zero_copy = 1;
+        assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+        assert_ncclx_ok(ncclxPlanComputeSizes(&f.plan, &f.team, &on1));
+        assert_true(on1.total[NCCLX_MEM_SYMMETRIC] >= off1.total[NCCLX_MEM_SYMMETRIC] + extra1);
+        assert_true(on1.total[NCCLX_MEM_SYMMETRIC] <=
+                    off1.total[NCCLX_MEM_SYMMETRIC] + extra1 + 4096);
+    }
     f.groups[0].layouts = NCCLX_EP_LAYOUT_EXPERT_MAJOR;
     f.team.num_nodes = 2;
     f.team.lsa_size = 4;
