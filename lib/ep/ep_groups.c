@@ -14,6 +14,13 @@
 #include "error.h"
 #include "gpu_check.h"
 
+/* The address of a region of mem_class, NULL where the plan has none (NCCLX_NO_REGION). */
+static void *ncclx_region_or_null(const struct ncclxContext *ctx, ncclxMemClass_t mem_class,
+                                  size_t offset)
+{
+    return offset != NCCLX_NO_REGION ? ncclx_arena_ptr(&ctx->arenas, mem_class, offset) : NULL;
+}
+
 ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx, int rank,
                                   int blocks)
 {
@@ -61,22 +68,10 @@ ncclxResult_t ncclx_ep_group_bind(ncclx_ep_group_t *g, struct ncclxContext *ctx,
     d->zero_copy_rm_scales = r->zero_copy_rm_scales;
     d->count_boards = r->count_boards;
     d->board_bytes = ncclx_ep_board_bytes(g->plan.num_experts);
-    g->zero_copy_tokens =
-        r->zero_copy_rows != NCCLX_NO_REGION
-            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rows)
-            : NULL;
-    g->zero_copy_scales =
-        r->zero_copy_scales != NCCLX_NO_REGION
-            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_scales)
-            : NULL;
-    g->zero_copy_rm_tokens =
-        r->zero_copy_rm_rows != NCCLX_NO_REGION
-            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_rows)
-            : NULL;
-    g->zero_copy_rm_scales =
-        r->zero_copy_rm_scales != NCCLX_NO_REGION
-            ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_scales)
-            : NULL;
+    g->zero_copy_tokens = ncclx_region_or_null(ctx, NCCLX_MEM_SYMMETRIC, r->zero_copy_rows);
+    g->zero_copy_scales = ncclx_region_or_null(ctx, NCCLX_MEM_SYMMETRIC, r->zero_copy_scales);
+    g->zero_copy_rm_tokens = ncclx_region_or_null(ctx, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_rows);
+    g->zero_copy_rm_scales = ncclx_region_or_null(ctx, NCCLX_MEM_SYMMETRIC, r->zero_copy_rm_scales);
     d->msg_bytes = g->dims.dispatch_msg_bytes;
     d->decisions = r->decisions != NCCLX_NO_REGION
                        ? ncclx_arena_ptr(&ctx->arenas, NCCLX_MEM_DEVICE, r->decisions)
