@@ -71,9 +71,9 @@ check team-comm $? 2 "--team-graph is a loopback option"
 "$tools/ncclx-bench" --team-graph --rank-starts >"$tmp/team-starts.out" 2>"$tmp/team-starts.err"
 check team-starts $? 2 "--rank-starts takes --graph"
 
-# --zero-copy: taken by LL expert-major (FP8 too) and by HT (then only the GPU is missing),
-# refused with LL where a zero-copy group cannot be planned (rank-major rows, an active mask,
-# several load/store domains), before any GPU is looked for.
+# --zero-copy: taken by LL of either layout (FP8 too) and by HT (then only the GPU is missing),
+# refused with LL where a zero-copy group cannot be planned (an active mask, several load/store
+# domains), before any GPU is looked for.
 small="--loopback 2 --tokens 1 --experts 2 --topk 1 --hidden 128 --iters 1 --warmup 0"
 # shellcheck disable=SC2086 # $small is a list of options
 "$tools/ncclx-bench" $small --zero-copy --check --recipe fp8 >"$tmp/zc.out" 2>"$tmp/zc.err"

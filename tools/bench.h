@@ -38,7 +38,7 @@ typedef struct {
                          * for the whole loopback team (--team-graph) */
     int check, sweep;
     int zero_copy;   /* outputs and expert outputs in the group's buffers (no copy); LL: the
-                        group planned with zero_copy, expert-major */
+                        group planned with zero_copy, either layout */
     int no_gate;     /* enqueue timed work without holding it behind the gate */
     int rank_starts; /* also time when each rank's stream gets to each operation */
     int mask;        /* plan the group with an active mask (fault tolerance on) */
@@ -110,9 +110,12 @@ double bench_expert_value(const bench_inputs_t *in, uint32_t layout, ncclxDataTy
                           uint32_t rank, uint32_t src, uint32_t token, uint32_t col);
 
 /* What combine must return for element col of token `token` of rank src; *mag gets the sum
- * of the magnitudes of its terms (for the tolerance). */
-double bench_combine_value(const bench_inputs_t *in, uint32_t layout, ncclxDataType_t dtype,
-                           uint32_t src, uint32_t token, uint32_t col, double *mag);
+ * of the magnitudes of its terms (for the tolerance).  rows_are_outputs: the expert outputs are
+ * the rows dispatch received, as they came (LL zero copy, recipe none, expert_out the rows):
+ * rank-major rows then carry no weights (expert-major rows never do). */
+double bench_combine_value(const bench_inputs_t *in, uint32_t layout, int rows_are_outputs,
+                           ncclxDataType_t dtype, uint32_t src, uint32_t token, uint32_t col,
+                           double *mag);
 
 /* ---- HT expectations (bench_ht.c) ---- */
 

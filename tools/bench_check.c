@@ -249,6 +249,7 @@ static int bench_check_combine(const bench_team_t *t, const bench_inputs_t *in,
 {
     const size_t n = t->tokens, H = t->o.hidden;
     const ncclxDataType_t dtype = t->o.dtype;
+    const int rows_are_outputs = bench_ll_expert_out_in_rows(t);
     void *out = malloc(n * H * bench_dtype_size(dtype));
     cudaError_t err;
     if (out == NULL) {
@@ -262,8 +263,8 @@ static int bench_check_combine(const bench_team_t *t, const bench_inputs_t *in,
     }
     for (size_t tok = 0; tok < n; tok++) {
         for (size_t c = 0; c < H; c++) {
-            double mag, want = bench_combine_value(in, t->o.layout, dtype, r->rank, (uint32_t)tok,
-                                                   (uint32_t)c, &mag);
+            double mag, want = bench_combine_value(in, t->o.layout, rows_are_outputs, dtype,
+                                                   r->rank, (uint32_t)tok, (uint32_t)c, &mag);
             double got = bench_load(out, tok * H + c, dtype);
             /* FP32 accumulation of up to K terms, then one rounding to dtype. */
             double tol = bench_ulp(dtype) * fabs(want) + t->o.topk * 0x1p-22 * mag +

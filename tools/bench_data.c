@@ -333,8 +333,9 @@ double bench_expert_value(const bench_inputs_t *in, uint32_t layout, ncclxDataTy
     return bench_round(acc, dtype);
 }
 
-double bench_combine_value(const bench_inputs_t *in, uint32_t layout, ncclxDataType_t dtype,
-                           uint32_t src, uint32_t token, uint32_t col, double *mag)
+double bench_combine_value(const bench_inputs_t *in, uint32_t layout, int rows_are_outputs,
+                           ncclxDataType_t dtype, uint32_t src, uint32_t token, uint32_t col,
+                           double *mag)
 {
     const uint32_t L = in->experts / in->ranks;
     const size_t at = ((size_t)src * in->tokens + token) * in->topk;
@@ -369,7 +370,8 @@ double bench_combine_value(const bench_inputs_t *in, uint32_t layout, ncclxDataT
         nd++;
     }
     for (uint32_t i = 0; i < nd; i++) {
-        double v = bench_expert_value(in, layout, dtype, dests[i], src, token, col);
+        double v =
+            rows_are_outputs ? x : bench_expert_value(in, layout, dtype, dests[i], src, token, col);
         sum += v;
         *mag += fabs(v);
     }

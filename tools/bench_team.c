@@ -197,7 +197,8 @@ static int bench_ht_rank_buffers(bench_team_t *t, bench_rank_t *r)
 /* LL --zero-copy: out_tokens and out_scales (FP8) are the group's zero-copy rows of the
  * layout, [L, R*T, ...] expert-major or [R*T, ...] rank-major, of the call's dtype.  Recipe none:
  * expert_out is the same rows (the bench's identity experts' outputs are the received rows, as
- * dispatch leaves them).  FP8: the received rows are E4M3, not expert outputs, and the rows of the
+ * dispatch leaves them: rank-major rows then carry no weights, which --check expects,
+ * bench_combine_value).  FP8: the received rows are E4M3, not expert outputs, and the rows of the
  * bench's FP8-only plan are half a BF16 row: expert_out is a buffer of the bench's own. */
 static int bench_ll_zero_copy_buffers(const bench_team_t *t, bench_rank_t *r)
 {

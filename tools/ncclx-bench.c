@@ -673,7 +673,7 @@ static int run_row(bench_team_t *t, const bench_inputs_t *in, uint32_t n, int le
                                            (uint64_t)o->hidden * bench_dtype_size(o->dtype)};
     const int ht = o->algo == NCCLX_EP_ALGO_HT;
     /* LL zero copy, recipe none: expert_out is the rows dispatch receives, which are the identity
-     * experts' outputs. */
+     * experts' outputs (rank-major: unweighted; bench_combine_value knows). */
     const int fill = o->check && !bench_ll_expert_out_in_rows(t);
     bench_row_t row;
     uint64_t net_before = 0, net_after = 0;

@@ -11,8 +11,9 @@
  *   signals               [2][R] x {dispatch, combine} uint64: (parity, source)
  *   dispatch counts       expert-major: [2][R][L] int32: (parity, source, local expert), the
  *                         rows the source sends each local expert, stored before its signal
- *   zero copy (zero_copy) expert-major output rows [L][R][T] and scale rows; count boards
- *                         [2][R] (parity, source)
+ *   zero copy (zero_copy) expert-major output rows [L][R][T] and scale rows, rank-major
+ *                         output rows [R][T] and scale rows (each with its layout in the
+ *                         plan); count boards [2][R] (parity, source)
  *   mask words (enable_mask) clean round one [R] uint64, clean round two [R] uint64, and
  *                         evicted [R] uint32 (rank r was masked by some rank's timeout)
  * The message and signal formats are in ep_ll_wire.h; docs/ep-ll.md lists every word.
@@ -139,13 +140,14 @@ typedef struct {
                           domain, of at most NCCLX_EP_THREADS ranks */
     int early_recv;    /* the receive kernel is a programmatic dependent of the send (see
                           ncclx_ep_ll_launch_dispatch_recv): wait_in_send and early_launch */
-    /* Zero copy (an expert-major dispatch of a zero_copy group): rows go straight to the
-     * receivers' zero-copy rows, messages carry header and entries only; copy_rows /
+    /* Zero copy (a dispatch of a zero_copy group): rows go straight to the receivers' zero-copy
+     * rows of the handle's layout, messages carry header and entries only; copy_rows /
      * copy_scales: out_tokens / out_scales are not this rank's zero-copy rows, so the receive
      * copies the rows there from them. */
     int zero_copy, copy_rows, copy_scales;
     int board_in_send; /* zero copy, early_recv: no board kernel; the send's blocks exchange the
-                          boards (block 0 posts, every block waits for the peers') */
+                          boards (the first block to run posts, every block waits for the
+                          peers') */
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */
@@ -169,13 +171,13 @@ typedef struct {
     int early_recv;            /* the receive kernel is a programmatic dependent of the send:
                                   the conditions of reduce_in_send but the units, not
                                   reduce_in_send, and early_launch */
-    /* Zero copy (an expert-major combine of a zero_copy group): zero_copy, the receive reads
+    /* Zero copy (a combine of a zero_copy group): zero_copy, the receive reads
      * the rows of the sources that signal pull straight from their zero-copy rows; pull, this
      * rank's expert_out is its zero-copy rows, so its send stores no row and signals pull
      * (docs/ep-ll.md, "Zero copy"). */
     int zero_copy, pull;
     int signal_in_recv; /* pull on a rank alone on its GPU, not send_only and not reduce_in_send:
-                           no send kernel; the receive's block 0 signals, then every block
+                           no send kernel; the receive's first block signals, then every block
                            waits and reduces (one kernel per combine; early_recv is 0) */
 } ncclx_ep_ll_combine_desc_t;
 

@@ -659,27 +659,33 @@ static void test_two_handles(void **state)
 /* ---- ncclxEpGroupGetLlBuffers ---- */
 
 /* Every rank's rows: L x R x T of the plan's largest rows, each rank its own. */
+/* Every rank's buffers: the rows of each layout the plan has (L x R x T expert-major, R x T
+ * rank-major, NULL and 0 for a layout it lacks), of the plan's largest rows, each rank's own,
+ * the two layouts' rows apart. */
 static void expect_buffers(const ep_team_t *t, uint64_t row_bytes, uint64_t scale_bytes)
 {
     const ncclxEpGroupPlan_t *g = &t->group_plan;
-    const uint32_t rows = g->num_experts * g->max_dispatch_tokens_per_rank; /* L x R x T */
+    const int em = (g->layouts & EM) != 0, rm = (g->layouts & RM) != 0;
+    const uint32_t rows = em ? g->num_experts * g->max_dispatch_tokens_per_rank : 0;
+    const uint32_t rm_rows = rm ? t->ranks * g->max_dispatch_tokens_per_rank : 0;
     void *seen[EP_MAX_RANKS];
     for (uint32_t r = 0; r < t->ranks; r++) {
         ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
         assert_ncclx_ok(ncclxEpGroupGetLlBuffers(t->group[r], &b));
-        assert_non_null(b.tokens);
         assert_int_equal(b.rows, rows);
+        assert_int_equal(b.rank_major_rows, rm_rows);
         assert_int_equal(b.row_bytes, row_bytes);
         assert_int_equal(b.scale_bytes, scale_bytes);
-        if (scale_bytes == 0) {
-            assert_null(b.scales);
-        } else {
-            assert_non_null(b.scales);
-        }
+        assert_true((b.tokens != NULL) == em);
+        assert_true((b.scales != NULL) == (em && scale_bytes != 0));
+        assert_true((b.rank_major_tokens != NULL) == rm);
+        assert_true((b.rank_major_scales != NULL) == (rm && scale_bytes != 0));
+        assert_true(b.tokens == NULL || b.tokens != b.rank_major_tokens);
+        void *own = em ? b.tokens : b.rank_major_tokens;
         for (uint32_t q = 0; q < r; q++) {
-            assert_ptr_not_equal(seen[q], b.tokens);
+            assert_ptr_not_equal(seen[q], own);
         }
-        seen[r] = b.tokens;
+        seen[r] = own;
     }
 }
 
@@ -700,11 +706,14 @@ static void test_get_ll_buffers(void **state)
     ep_team_open(&t, 4);
     expect_buffers(&t, (uint64_t)hidden * 2, 0);
     ep_team_close(&t);
-    /* Every recipe: scale rows of the FP8 recipe. */
-    zc_plan(&t, 16, 4, hidden, 32, EM);
-    ep_team_open(&t, 4);
-    expect_buffers(&t, (uint64_t)hidden * 2, hidden / 128 * 4);
-    ep_team_close(&t);
+    /* Every recipe: scale rows of the FP8 recipe; each layout alone and both. */
+    const uint32_t layouts[3] = {EM, RM, EM | RM};
+    for (int i = 0; i < 3; i++) {
+        zc_plan(&t, 16, 4, hidden, 32, layouts[i]);
+        ep_team_open(&t, 4);
+        expect_buffers(&t, (uint64_t)hidden * 2, hidden / 128 * 4);
+        ep_team_close(&t);
+    }
     /* Refused without zero_copy; the output untouched. */
     ep_team_plan(&t, 16, 4, hidden, 32);
     ep_team_open(&t, 2);
