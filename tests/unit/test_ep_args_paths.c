@@ -146,6 +146,63 @@ static void test_early_recv(void **state)
     }
 }
 
+/* The zero-copy rules of a dispatch of f's handle whose layout's rows are at rows / scales,
+ * for every recipe: in place exactly at them, one copy from anywhere else (other_rows: the
+ * other layout's rows, a buffer like any other for this one; NULL: none), refused for outputs
+ * that start inside them anywhere but their first row and for inputs inside them; field: the
+ * ncclxEpLlBuffers_t field the errors name. */
+static void zero_copy_dispatch_rules(fixture_t *f, void *rows, void *scales, void *other_rows,
+                                     const char *field)
+{
+    static const uint32_t recipes[] = {NONE, FP8, QUANT};
+    ncclx_ep_ll_dispatch_desc_t d;
+    char why[160];
+    for (int r = 0; r < 3; r++) {
+        const int scaled = recipes[r] != NONE;
+        ncclxEpDispatchArgs_t a = valid_dispatch(f, recipes[r]);
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+        assert_int_equal(d.zero_copy, 1);
+        assert_int_equal(d.copy_rows, 1);
+        assert_int_equal(d.copy_scales, scaled);
+        if (other_rows != NULL) {
+            a.out_tokens.data = other_rows;
+            assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+            assert_int_equal(d.copy_rows, 1);
+        }
+        a.out_tokens.data = rows;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+        assert_int_equal(d.copy_rows, 0);
+        assert_int_equal(d.copy_scales, scaled);
+        if (scaled) {
+            a.out_scales.data = scales;
+            assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+            assert_int_equal(d.copy_scales, 0);
+            /* A scale view one row in. */
+            a.out_scales.data = (char *)scales + SC * 4;
+            memset(&d, 0x5a, sizeof(d));
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument,
+                               "args->out_scales starts inside the group's zero-copy rows");
+            a.out_scales.data = PTR(4);
+        }
+        /* A row view one row in, and the tokens inside the rows. */
+        a.out_tokens.data = (char *)rows + H * 2;
+        snprintf(why, sizeof(why), "not at their first row (ncclxEpGroupGetLlBuffers %s)", field);
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument, why);
+        a.out_tokens.data = rows;
+        a.tokens.data = (char *)rows + 4096;
+        snprintf(why, sizeof(why),
+                 "args->tokens lies in the group's zero-copy rows (ncclxEpGroupGetLlBuffers %s",
+                 field);
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument, why);
+        a.tokens.data = PTR(1);
+        if (recipes[r] == QUANT) {
+            a.scales.data = scales;
+            assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument,
+                               "args->scales lies in the group's zero-copy rows");
+        }
+    }
+}
+
 /* Zero copy (a group planned with zero_copy): an expert-major dispatch stores its rows straight
  * into the receivers' zero-copy rows; it receives in place when out_tokens / out_scales are
  * exactly this rank's zero-copy rows and copies once more otherwise.  Inputs inside the rows
@@ -155,7 +212,6 @@ static void test_early_recv(void **state)
 static void test_zero_copy(void **state)
 {
     (void)state;
-    static const uint32_t recipes[] = {NONE, FP8, QUANT};
     fixture_t f;
     ncclx_ep_ll_dispatch_desc_t d;
     make_fixture(&f, EM);
@@ -179,43 +235,7 @@ static void test_zero_copy(void **state)
     assert_ncclx_error(ncclxEpGroupGetLlBuffers(&f.group, &b), ncclxInvalidUsage,
                        "was planned without zero_copy");
     f.group.plan.zero_copy = 1;
-    for (int r = 0; r < 3; r++) {
-        const int scaled = recipes[r] != NONE;
-        ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.zero_copy, 1);
-        assert_int_equal(d.copy_rows, 1);
-        assert_int_equal(d.copy_scales, scaled);
-        a.out_tokens.data = PTR(20);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-        assert_int_equal(d.copy_rows, 0);
-        assert_int_equal(d.copy_scales, scaled);
-        if (scaled) {
-            a.out_scales.data = PTR(21);
-            assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
-            assert_int_equal(d.copy_scales, 0);
-            /* A scale view one row in. */
-            a.out_scales.data = (char *)PTR(21) + SC * 4;
-            memset(&d, 0x5a, sizeof(d));
-            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
-                               "args->out_scales starts inside the group's zero-copy rows");
-            a.out_scales.data = PTR(4);
-        }
-        /* A row view one row in, and the tokens inside the rows. */
-        a.out_tokens.data = (char *)PTR(20) + H * 2;
-        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
-                           "args->out_tokens starts inside the group's zero-copy rows");
-        a.out_tokens.data = PTR(20);
-        a.tokens.data = (char *)PTR(20) + 4096;
-        assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
-                           "args->tokens lies in the group's zero-copy rows");
-        a.tokens.data = PTR(1);
-        if (recipes[r] == QUANT) {
-            a.scales.data = PTR(21);
-            assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
-                               "args->scales lies in the group's zero-copy rows");
-        }
-    }
+    zero_copy_dispatch_rules(&f, PTR(20), PTR(21), NULL, ".tokens");
     /* Rank-major handles of a group without rank-major rows (its plan's layouts lack
      * RANK_MAJOR: not a handle a real group could make, but the rows are the test), and groups
      * without zero_copy, take the receive area. */
@@ -234,34 +254,7 @@ static void test_zero_copy(void **state)
     assert_ptr_equal(b.rank_major_scales, PTR(23));
     assert_int_equal(b.rank_major_rows, R * T);
     assert_ptr_equal(b.tokens, PTR(20));
-    for (int r = 0; r < 3; r++) {
-        const int scaled = recipes[r] != NONE;
-        a = valid_dispatch(&rm, recipes[r]);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
-        assert_int_equal(d.zero_copy, 1);
-        assert_int_equal(d.copy_rows, 1);
-        assert_int_equal(d.copy_scales, scaled);
-        /* The expert-major rows are not this layout's: a buffer like any other. */
-        a.out_tokens.data = PTR(20);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
-        assert_int_equal(d.copy_rows, 1);
-        a.out_tokens.data = PTR(22);
-        assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
-        assert_int_equal(d.copy_rows, 0);
-        if (scaled) {
-            a.out_scales.data = PTR(23);
-            assert_ncclx_ok(ncclx_ep_dispatch_desc(&rm.handle, &a, &d));
-            assert_int_equal(d.copy_scales, 0);
-        }
-        a.out_tokens.data = (char *)PTR(22) + H * 2;
-        assert_ncclx_error(ncclx_ep_dispatch_desc(&rm.handle, &a, &d), ncclxInvalidArgument,
-                           "not at their first row (ncclxEpGroupGetLlBuffers .rank_major_tokens)");
-        a.out_tokens.data = PTR(22);
-        a.tokens.data = (char *)PTR(22) + 4096;
-        assert_ncclx_error(ncclx_ep_dispatch_desc(&rm.handle, &a, &d), ncclxInvalidArgument,
-                           "args->tokens lies in the group's zero-copy rows "
-                           "(ncclxEpGroupGetLlBuffers .rank_major_tokens");
-    }
+    zero_copy_dispatch_rules(&rm, PTR(22), PTR(23), PTR(20), ".rank_major_tokens");
     f.group.desc.zero_copy = 0;
     a = valid_dispatch(&f, NONE);
     assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
