@@ -4,7 +4,8 @@
  * The LL protocol under long runs and misuse, element by element against the CPU reference:
  *  - arrive counters preset just below the 32-bit wrap (the state after ~16 million launches),
  *    with grids of 132 (a loopback team of 2) and of 264 and 256 blocks (one rank), and grid
- *    sizes that change between launches: exact across the wrap, one block elected per launch;
+ *    sizes that change between launches: exact across the wrap, one block elected per launch
+ *    (and the first-block counters of a zero-copy rank alone on its GPU);
  *  - sequence numbers preset where the old 32-bit tag was 0 (it matched a zeroed signal);
  *  - one rank using a different top-k: the others drop its data (NCCLX_EP_ERROR_MISMATCH) and
  *    are exact without it; the group goes on exact afterwards;
@@ -25,6 +26,7 @@
 
 static const ep_case_t em_case = {0, EM, NONE, 0, 0, BF16, U8, 0, I64, I64, BF16, 0};
 static const ep_case_t rm_case = {0, RM, FP8, 1, 0, BF16, U8, 0, I32, I64, F32, 0};
+#define ALL_RANKS_ZC 0xffffu
 
 /* ---- launch failures on demand ---- */
 
@@ -216,6 +218,56 @@ static void test_counter_wrap_one_rank(void **state)
     across_the_wrap(&run, 264, 4);
     across_the_wrap(&run, 256, 4);
     finish(&run, "counter wrap, one rank");
+    ep_team_close(&t);
+}
+
+/* A zero-copy loopback team of one (a rank alone on its GPU: the send posts its board from its
+ * first block, board_in_send, and a pulled combine is one receive kernel whose first block
+ * signals, signal_in_recv): the first-block counters preset below the wrap too.  Every launch
+ * elects one first block (count and base settle together), the send's counter moves by the
+ * send's grid and the receive's by its grid per iteration, and results stay exact. */
+static void test_counter_wrap_zero_copy(void **state)
+{
+    const uint32_t hidden = 4096, tokens = 256;
+    const int iterations = 4;
+    ep_team_t t;
+    ep_run_t run;
+    (void)state;
+    ep_rng_reset("counter_wrap_zc");
+    ep_team_plan(&t, 8, 6, hidden, tokens);
+    t.group_plan.layouts = EM;
+    t.group_plan.sm_budget = 264;
+    t.group_plan.zero_copy = 1;
+    ep_team_open(&t, 1);
+    ep_routing_t rt = ep_routing_default();
+    rt.full = 1;
+    ep_run_alloc(&run, &t, &em_case);
+    ep_run_zero_copy(&run, ALL_RANKS_ZC, ALL_RANKS_ZC); /* in place, combines pulled */
+    ep_alloc_arm();
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(&t);
+    const ncclx_ep_ll_group_desc_t *g = &t.group[0]->desc;
+    const int send_grid = ncclx_ep_ll_dispatch_send_blocks(g, (int)tokens, (size_t)hidden * 2);
+    const int units = (int)(tokens * ((hidden + NCCLX_EP_LL_REDUCE_UNIT_ELEMS - 1) /
+                                      NCCLX_EP_LL_REDUCE_UNIT_ELEMS));
+    const int warps = NCCLX_EP_THREADS / 32;
+    const int recv_grid = units / warps < g->blocks ? (units + warps - 1) / warps : g->blocks;
+    const unsigned below = (unsigned)(2 * send_grid + 7);
+    ep_team_sync_only(&t);
+    ncclx_ep_dev_state_t s = read_state(&t, 0);
+    s.board_first.count = s.board_first.base = 0u - below;
+    s.signal_first.count = s.signal_first.base = 0u - below;
+    write_state(&t, 0, &s);
+    for (int i = 0; i < iterations; i++) {
+        iterate(&run);
+    }
+    s = read_state(&t, 0);
+    assert_int_equal(s.board_first.count, s.board_first.base);
+    assert_int_equal(s.signal_first.count, s.signal_first.base);
+    assert_int_equal(s.board_first.count, (unsigned)(iterations * send_grid) - below);
+    assert_int_equal(s.signal_first.count, (unsigned)(iterations * recv_grid) - below);
+    finish(&run, "counter wrap, zero copy, one rank");
     ep_team_close(&t);
 }
 
@@ -472,6 +524,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counter_wrap_team_of_2),
         cmocka_unit_test(test_counter_wrap_one_rank),
+        cmocka_unit_test(test_counter_wrap_zero_copy),
         cmocka_unit_test(test_sequence_tag_never_zero),
         cmocka_unit_test(test_mismatched_topk),
         cmocka_unit_test(test_mismatched_scales),
