@@ -182,14 +182,14 @@ __device__ __forceinline__ void post_board(const ncclx_ep_ll_group_desc_t &g,
         return;
     }
     const int R = g.ranks, E = g.num_experts;
-    const long long pairs = (long long)R * E;
+    // A rank-major handle posts the word alone: its rows' places need no counts (store_starts).
+    const long long pairs = h.expert_major ? (long long)R * E : 0;
     for (long long i0 = threadIdx.x; i0 < pairs; i0 += kBoardBatch * (long long)blockDim.x) {
         int32_t n[kBoardBatch];
 #pragma unroll
         for (int b = 0; b < kBoardBatch; b++) {
             const long long i = i0 + (long long)b * blockDim.x;
-            // A rank-major handle has no counts to give: its rows' places need none.
-            n[b] = i < pairs && h.expert_major ? h.expert_count[i % E] : 0;
+            n[b] = i < pairs ? h.expert_count[i % E] : 0;
         }
 #pragma unroll
         for (int b = 0; b < kBoardBatch; b++) {
@@ -252,13 +252,15 @@ __device__ __forceinline__ int expert_start(const ncclx_ep_ll_group_desc_t &g,
     return start;
 }
 
-// Every expert's start into the handle (zero_copy_starts), where a pulled combine finds them.
+// Every expert's start into the handle (zero_copy_starts), where a pulled combine finds them;
+// rank-major (no counts on the boards): 0 where the expert's rank's board came, else -1.
 __device__ __forceinline__ void store_starts(const ncclx_ep_ll_group_desc_t &g,
                                              const ncclx_ep_ll_handle_desc_t &h,
                                              const unsigned char *counted, int parity)
 {
     for (int e = threadIdx.x; e < g.num_experts; e += blockDim.x) {
-        h.zero_copy_starts[e] = expert_start(g, counted, parity, e);
+        h.zero_copy_starts[e] = h.expert_major ? expert_start(g, counted, parity, e)
+                                               : (counted[e / g.local_experts] ? 0 : -1);
     }
 }
 
