@@ -146,6 +146,21 @@ static void test_early_recv(void **state)
     }
 }
 
+/* An expert-major handle of a group planned with zero_copy (hidden 0: the fixture's), its
+ * zero-copy rows at PTR(20) and scale rows at PTR(21), as ncclxEpGroupGetLlBuffers gives them. */
+static void make_zero_copy_fixture(fixture_t *f, uint32_t hidden)
+{
+    make_fixture(f, EM);
+    f->group.plan.zero_copy = 1;
+    if (hidden != 0) {
+        f->group.plan.hidden = hidden;
+    }
+    replan(f);
+    f->group.desc.zero_copy = 1;
+    f->group.zero_copy_tokens = PTR(20);
+    f->group.zero_copy_scales = PTR(21);
+}
+
 /* The zero-copy rules of a dispatch of f's handle whose layout's rows are at rows / scales,
  * for every recipe: in place exactly at them, one copy from anywhere else (other_rows: the
  * other layout's rows, a buffer like any other for this one; NULL: none), refused for outputs
@@ -214,15 +229,10 @@ static void test_zero_copy(void **state)
     (void)state;
     fixture_t f;
     ncclx_ep_ll_dispatch_desc_t d;
-    make_fixture(&f, EM);
-    f.group.plan.zero_copy = 1;
-    replan(&f);
+    make_zero_copy_fixture(&f, 0);
     /* Rows of 512 bytes (BF16, the largest row), scale rows of 16 (QUANT_FWD's 4 floats). */
     assert_int_equal(f.group.dims.zero_copy_row_bytes, H * 2);
     assert_int_equal(f.group.dims.zero_copy_scale_bytes, SC * 4);
-    f.group.desc.zero_copy = 1;
-    f.group.zero_copy_tokens = PTR(20);
-    f.group.zero_copy_scales = PTR(21);
     /* The rows as ncclxEpGroupGetLlBuffers gives them; refused on a group without zero_copy. */
     ncclxEpLlBuffers_t b = NCCLX_EP_LL_BUFFERS_INIT;
     assert_ncclx_ok(ncclxEpGroupGetLlBuffers(&f.group, &b));
@@ -271,11 +281,7 @@ static void test_zero_copy_combine(void **state)
     (void)state;
     fixture_t f;
     ncclx_ep_ll_combine_desc_t d;
-    make_fixture(&f, EM);
-    f.group.plan.zero_copy = 1;
-    replan(&f);
-    f.group.desc.zero_copy = 1;
-    f.group.zero_copy_tokens = PTR(20);
+    make_zero_copy_fixture(&f, 0);
     ncclxEpCombineArgs_t a = valid_combine(&f);
     memset(&d, 0x5a, sizeof(d));
     assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &d));
@@ -352,13 +358,8 @@ static void test_board_in_send(void **state)
     (void)state;
     fixture_t f;
     ncclx_ep_ll_dispatch_desc_t d;
-    make_fixture(&f, EM);
-    f.group.plan.zero_copy = 1;
-    replan(&f);
-    f.group.desc.zero_copy = 1;
+    make_zero_copy_fixture(&f, 0);
     f.group.desc.ranks = R;
-    f.group.zero_copy_tokens = PTR(20);
-    f.group.zero_copy_scales = PTR(21);
     for (int alone = 0; alone < 2; alone++) {
         f.group.desc.early_launch = alone;
         for (uint32_t send_only = 0; send_only < 2; send_only++) {
@@ -390,13 +391,8 @@ static void test_signal_in_recv(void **state)
     (void)state;
     fixture_t f;
     ncclx_ep_ll_combine_desc_t c;
-    make_fixture(&f, EM);
-    f.group.plan.zero_copy = 1;
-    f.group.plan.hidden = 1032; /* 5 units a token: 6 tokens reduce in the send, 7 do not */
-    replan(&f);
-    f.group.desc.zero_copy = 1;
+    make_zero_copy_fixture(&f, 1032); /* 5 units a token: 6 tokens reduce in the send, 7 do not */
     f.group.desc.ranks = R;
-    f.group.zero_copy_tokens = PTR(20);
     for (int alone = 0; alone < 2; alone++) {
         f.group.desc.early_launch = alone;
         for (uint32_t send_only = 0; send_only < 2; send_only++) {
