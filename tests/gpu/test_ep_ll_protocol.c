@@ -418,7 +418,7 @@ static void test_failed_launches(void **state)
     ncclxEpDispatchArgs_t a0 = ep_dispatch_args(&run, 0, 0);
     ncclxEpDispatchArgs_t a1 = ep_dispatch_args(&run, 1, 0);
     assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxCudaError,
-                       "stays in flight: call ncclxEpComplete to retry it");
+                       "stays in flight (its peers wait for it): call ncclxEpComplete to retry it");
     assert_ncclx_ok(ncclxEpDispatch(run.handle[1], &a1, t.stream[1]));
     /* Not sent twice: a new dispatch is refused while the operation is in flight. */
     assert_ncclx_error(ncclxEpDispatch(run.handle[0], &a0, t.stream[0]), ncclxInvalidUsage,
