@@ -215,6 +215,11 @@ cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_desc_t *g,
 int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
                                      size_t row_bytes);
 
+/** The grid of the dispatch receive: g->blocks, or, for a receive that leaves its rows in place
+ *  (zero copy, no copy_rows), no more blocks than R x T messages need at one a warp. */
+int ncclx_ep_ll_dispatch_recv_blocks(const ncclx_ep_ll_group_desc_t *g,
+                                     const ncclx_ep_ll_dispatch_desc_t *a);
+
 /** Waits for every source and unpacks into the dispatch outputs (receive phase). */
 cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
                                              const ncclx_ep_ll_handle_desc_t *h,

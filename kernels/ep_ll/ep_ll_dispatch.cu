@@ -803,6 +803,23 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_
     return err;
 }
 
+// A receive that copies rows keeps the group's grid (its copy is spread over every SM it may
+// use).  One that leaves the rows in place (zero copy, out_tokens the group's rows) moves no
+// payload: a message is one unit of bookkeeping, and there are at most R x T of them, so no more
+// blocks than those units need at one unit a warp (unit_warp spreads them over the blocks).  A
+// rank alone on its GPU at 128 tokens launches 8 blocks instead of 264 that would find nothing to
+// do but the grid's last-block election.
+extern "C" int ncclx_ep_ll_dispatch_recv_blocks(const ncclx_ep_ll_group_desc_t *g,
+                                                const ncclx_ep_ll_dispatch_desc_t *a)
+{
+    if (!a->zero_copy || a->copy_rows) {
+        return g->blocks;
+    }
+    const size_t messages = (size_t)g->ranks * (size_t)g->max_tokens;
+    return (int)std::min<size_t>(
+        (size_t)g->blocks, std::max<size_t>(1, (messages + ncclx::kWarps - 1) / ncclx::kWarps));
+}
+
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
                                                         const ncclx_ep_ll_handle_desc_t *h,
                                                         const ncclx_ep_ll_dispatch_desc_t *a,
@@ -816,8 +833,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
     // Right after the send (early_recv: no wait kernel between them, the rank alone on its
     // GPU), the copy's blocks are scheduled as soon as the send's last block has its sources.
     if (a->zero_copy) {
-        return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel<true>, g->blocks,
-                                   NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
+        return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel<true>,
+                                   ncclx_ep_ll_dispatch_recv_blocks(g, a), NCCLX_EP_THREADS, smem,
+                                   stream, *g, *h, *a);
     }
     return ncclx::launch_after(a->early_recv != 0, ncclx::dispatch_recv_kernel<false>, g->blocks,
                                NCCLX_EP_THREADS, smem, stream, *g, *h, *a);
