@@ -124,7 +124,19 @@ struct TokenRows {
     float w;
 };
 
-template <bool kZeroCopy>
+// What a reduce may pull, fixed per kernel instance: nothing (a group without zero copy), the rows
+// of one layout (the receive kernel, whose instance the launcher picks by the handle's layout, so
+// that the pulled reduce carries one layout's address work and no branch into the other's), or
+// either layout, read from the handle (the reduce in a combine send, kept to one instance).
+enum PullRows { kPullNone, kPullExpertMajor, kPullRankMajor, kPullEither };
+
+template <PullRows kPull>
+__device__ __forceinline__ bool pull_expert_major(const ncclx_ep_ll_handle_desc_t &h)
+{
+    return kPull == kPullExpertMajor || (kPull != kPullRankMajor && h.expert_major);
+}
+
+template <PullRows kPull>
 __device__ __forceinline__ TokenRows token_rows(const ncclx_ep_ll_group_desc_t &g,
                                                 const ncclx_ep_ll_handle_desc_t &h,
                                                 const ncclx_ep_ll_combine_desc_t &a,
@@ -137,7 +149,8 @@ __device__ __forceinline__ TokenRows token_rows(const ncclx_ep_ll_group_desc_t &
     TokenRows r;
     r.mine = combine_slot(self, g, parity, t, lane);
     r.w = 1.0f;
-    if (!h.expert_major) {
+    constexpr bool kZeroCopy = kPull != kPullNone;
+    if (!pull_expert_major<kPull>(h)) {
         bool first;
         const int order = destination_order(d, first);
         // A pulled rank's row lies in its rank-major rows at (this rank, the token's message
@@ -240,9 +253,10 @@ __device__ __forceinline__ void reduce_rows(const TokenRows &r, int dtype, int f
 // The receive of a combine, by warp `warp` of `warps` of the calling blocks (every thread of each
 // calls it): the block learns which sources arrived and which left their rows to be pulled (one
 // thread per source; the rank's one answer per source, wait_source: a signal's count is 1 for a
-// pulled source), then its warps reduce the handle's (token, 256-element) units.  kZeroCopy: the
-// combine of a zero-copy group (a.zero_copy), the only one whose sources may be pulled.
-template <bool kZeroCopy>
+// pulled source), then its warps reduce the handle's (token, 256-element) units.  kPull: what
+// the combine of a zero-copy group (a.zero_copy, the only one whose sources may be pulled) may
+// pull (PullRows).
+template <PullRows kPull>
 __device__ __forceinline__ void
 reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
               const ncclx_ep_ll_combine_desc_t &a, const LiveView &view, CombineSources &from,
@@ -262,7 +276,7 @@ reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
         if (count >= 0) {
             atomicOr(&from.arrived.bits[s >> 5], 1u << (s & 31));
         }
-        if (kZeroCopy && count == (int)kCombinePulled) {
+        if (kPull != kPullNone && count == (int)kCombinePulled) {
             atomicOr(&from.pulled.bits[s >> 5], 1u << (s & 31));
         }
     }
@@ -270,7 +284,7 @@ reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
     const int chunks = (H + kElemsPerWarp - 1) / kElemsPerWarp;
     for (int u = warp; u < h.num_tokens * chunks; u += warps) {
         const int t = u / chunks, first = (u % chunks) * kElemsPerWarp + lane * kElemsPerLane;
-        const TokenRows rows = token_rows<kZeroCopy>(g, h, a, from, self, parity, t, lane);
+        const TokenRows rows = token_rows<kPull>(g, h, a, from, self, parity, t, lane);
         const bool vector = vector_rows && first + kElemsPerLane <= H;
         double acc[kElemsPerLane];
 #pragma unroll
@@ -410,7 +424,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             __shared__ CombineSources from;
             __syncthreads();
             load_live_view(g, view, true);
-            reduce_tokens<kZeroCopy>(g, h, a, view, from, op, (int)threadIdx.x / kWarpSize, kWarps);
+            reduce_tokens<kZeroCopy ? kPullEither : kPullNone>(
+                g, h, a, view, from, op, (int)threadIdx.x / kWarpSize, kWarps);
             __syncthreads();
             if (threadIdx.x == 0) {
                 op_end(&g.state->combine_seq, op);
@@ -419,7 +434,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
 }
 
-template <bool kZeroCopy>
+// kPull: kPullNone for a group without zero copy, else the handle's layout (PullRows).
+template <PullRows kPull>
 __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     combine_recv_kernel(ncclx_ep_ll_group_desc_t g, ncclx_ep_ll_handle_desc_t h,
                         ncclx_ep_ll_combine_desc_t a)
@@ -431,12 +447,12 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->combine_seq);
     // A pulled combine of a rank alone on its GPU has no send kernel: this rank's signal (its
     // rows are where its experts wrote them) comes from the first block, before it waits.
-    if (kZeroCopy && a.signal_in_recv && first_block(&g.state->signal_first)) {
+    if (kPull != kPullNone && a.signal_in_recv && first_block(&g.state->signal_first)) {
         signal_combine(g, a, view, op, kCombinePulled);
     }
     // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
-    reduce_tokens<kZeroCopy>(g, h, a, view, from, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
-                             gridDim.x * kWarps);
+    reduce_tokens<kPull>(g, h, a, view, from, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
+                         gridDim.x * kWarps);
     if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
         op_end(&g.state->combine_seq, op);
     }
@@ -489,11 +505,15 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
         (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
     const int blocks = (int)std::min<size_t>(
         (size_t)g->blocks, std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
+    // The receive's instance pulls the handle's layout only (PullRows).
+    using Kernel =
+        void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);
+    const Kernel kernel = !a->zero_copy     ? ncclx::combine_recv_kernel<ncclx::kPullNone>
+                          : h->expert_major ? ncclx::combine_recv_kernel<ncclx::kPullExpertMajor>
+                                            : ncclx::combine_recv_kernel<ncclx::kPullRankMajor>;
     // Right after the send (early_recv), its blocks are scheduled as the send's blocks end.
-    return ncclx::launch_after(a->early_recv != 0,
-                               a->zero_copy ? ncclx::combine_recv_kernel<true>
-                                            : ncclx::combine_recv_kernel<false>,
-                               blocks, NCCLX_EP_THREADS, 0, stream, *g, *h, *a);
+    return ncclx::launch_after(a->early_recv != 0, kernel, blocks, NCCLX_EP_THREADS, 0, stream, *g,
+                               *h, *a);
 }
 
 extern "C" cudaError_t ncclx_ep_ll_combine_load(void)
@@ -503,7 +523,8 @@ extern "C" cudaError_t ncclx_ep_ll_combine_load(void)
         reinterpret_cast<const void *>(ncclx::combine_send_kernel<true, false>),
         reinterpret_cast<const void *>(ncclx::combine_send_kernel<false, true>),
         reinterpret_cast<const void *>(ncclx::combine_send_kernel<true, true>),
-        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<false>),
-        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<true>)};
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<ncclx::kPullNone>),
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<ncclx::kPullExpertMajor>),
+        reinterpret_cast<const void *>(ncclx::combine_recv_kernel<ncclx::kPullRankMajor>)};
     return ncclx::load_kernels(kernels, sizeof(kernels) / sizeof(kernels[0]));
 }
