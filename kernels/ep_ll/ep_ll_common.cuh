@@ -129,14 +129,19 @@ struct Op {
     unsigned tag;
 };
 
-// Every kernel of an operation reads its sequence number here...
-__device__ __forceinline__ Op op_begin(const unsigned long long *seq)
+__device__ __forceinline__ Op op_of(unsigned long long seq)
 {
     Op op;
-    op.seq = load_volatile(seq);
-    op.parity = (int)(op.seq & 1);
-    op.tag = ncclx_ep_seq_tag(op.seq);
+    op.seq = seq;
+    op.parity = (int)(seq & 1);
+    op.tag = ncclx_ep_seq_tag(seq);
     return op;
+}
+
+// Every kernel of an operation reads its sequence number here (or in begin_op, with its view)...
+__device__ __forceinline__ Op op_begin(const unsigned long long *seq)
+{
+    return op_of(load_volatile(seq));
 }
 
 // ...and the operation's last kernel (one thread of its last block) ends it here.
@@ -211,6 +216,17 @@ __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g
 __device__ __forceinline__ void load_live_view(const ncclx_ep_ll_group_desc_t &g, LiveView &view)
 {
     load_live_view(g, view, blockIdx.x == 0);
+}
+
+// A kernel's start: its operation (op_begin) and the block's live view (load_live_view), the
+// sequence number's load issued first and its value used only after the view's loads, so that
+// both are in flight together: one round trip before the kernel's work, not two.
+__device__ __forceinline__ Op begin_op(const ncclx_ep_ll_group_desc_t &g,
+                                       const unsigned long long *seq, LiveView &view)
+{
+    const unsigned long long at = load_volatile(seq);
+    load_live_view(g, view);
+    return op_of(at);
 }
 
 // ---- what a rank concluded about a source ----

@@ -274,9 +274,10 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 {
     __shared__ LiveView view;
     __shared__ unsigned char counted[NCCLX_EP_MAX_LL_RANKS];
-    load_live_view(g, view);
-    const Op op = op_begin(&g.state->dispatch_seq);
-    const bool out = block_self_out(g);
+    const Op op = begin_op(g, &g.state->dispatch_seq, view);
+    // Whether this rank is out, as the view just taken says (one answer for the block, the same
+    // loads as block_self_out's: a rank out of the group sees no rank live, itself included).
+    const bool out = !view.has(g.rank);
     post_board(g, h, a, view, op, out);
     wait_boards(g, a, view, op, out, counted, false);
     store_starts(g, h, counted, op.parity);
@@ -429,15 +430,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     if (kZeroCopy && !boards) {
         wait_for_previous_grid(); // launched early after the board kernel: its starts first
     }
-    load_live_view(g, view);
-    const Op op = op_begin(&g.state->dispatch_seq);
+    const Op op = begin_op(g, &g.state->dispatch_seq, view);
     const int parity = op.parity, lane = threadIdx.x % kWarpSize;
     // A rank alone on its GPU exchanges the boards here (board_in_send): the first block to run
     // posts this rank's (not block 0, which need not be resident while the others wait), every
     // block waits for the peers' and works its rows' starts out from them, and the poster keeps
     // the starts for the combine.
     if (boards) {
-        const bool out = block_self_out(g);
+        const bool out = !view.has(g.rank); // as in the board kernel
         const bool poster = first_block(&g.state->board_first);
         if (poster) {
             post_board(g, h, a, view, op, out);
@@ -492,11 +492,15 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             signal_destinations(g, h, a, view, op);
         }
         // A dispatch that receives at once waits here, in the one block left, instead of in a
-        // kernel of its own: one launch less on the path of every dispatch.  The view is taken
-        // again, as the wait kernel would take it after the send (an eviction meanwhile counts).
+        // kernel of its own: one launch less on the path of every dispatch.  A group with a
+        // mask takes the view again, as the wait kernel would take it after the send (an
+        // eviction meanwhile counts); without one the view changes only when the group halts,
+        // which the wait checks by itself (unmasked_wait_goes_on): one round trip less.
         if (a.wait_in_send) {
             __syncthreads();
-            load_live_view(g, view, true);
+            if (g.inactive != nullptr) {
+                load_live_view(g, view, true);
+            }
             wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
         }
         // The other blocks have ended and the sources are in: the copy (early_recv) may have
@@ -613,8 +617,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                          ncclx_ep_ll_dispatch_desc_t a)
 {
     __shared__ LiveView view;
-    load_live_view(g, view);
-    const Op op = op_begin(&g.state->dispatch_seq);
+    const Op op = begin_op(g, &g.state->dispatch_seq, view);
     wait_sources(g, h, a, view, op, (int)(blockIdx.x * blockDim.x + threadIdx.x),
                  (int)(gridDim.x * blockDim.x));
 }
