@@ -35,19 +35,6 @@ __device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned l
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// Acquire-release fences: a relaxed load before one is an acquire, a relaxed store or atomic
-// after one a release (the PTX memory model's fence patterns).  That is all the arrive counters
-// below need; fence.sc (__threadfence, __threadfence_system) orders more, at a higher cost.
-__device__ __forceinline__ void fence_acq_rel_sys()
-{
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-
-__device__ __forceinline__ void fence_acq_rel_gpu()
-{
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-
 template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
 {
     return *reinterpret_cast<const volatile T *>(p);
@@ -64,7 +51,7 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
         // Read before this block arrives: the last block moves base only after every block
         // of this launch has arrived.
         const unsigned base = load_volatile(&arrive->base);
-        fence_acq_rel_sys(); // the block's writes (the barrier above) released, base acquired
+        __threadfence_system();
         const unsigned ticket = atomicAdd(&arrive->count, 1u);
         is_last = ticket - base == gridDim.x - 1;
         if (is_last) {
@@ -73,7 +60,7 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
     }
     __syncthreads();
     if (is_last) {
-        __threadfence(); // every block's writes, released before its arrival, seen
+        __threadfence();
     }
     return is_last;
 }
@@ -89,7 +76,7 @@ __device__ __forceinline__ bool first_block(ncclx_ep_arrive_t *arrive)
     __syncthreads();
     if (threadIdx.x == 0) {
         const unsigned base = load_volatile(&arrive->base);
-        fence_acq_rel_gpu(); // the base as this launch found it, read before this block arrives
+        __threadfence(); // the base as this launch found it, read before this block arrives
         const unsigned ticket = atomicAdd(&arrive->count, 1u);
         is_first = ticket == base;
         if (ticket - base == gridDim.x - 1) {
