@@ -80,8 +80,7 @@ run "$ncu" --set full --import-source no --clock-control none --warp-sampling-in
     >"$logs/bench.log" 2>&1 || { ((dry)) || { tail -20 "$logs/bench.log"; exit 1; }; }
 run "$ncu" -i "$report.ncu-rep" --page source --csv --print-source sass >"$logs/source.csv" ||
     exit 1
-run "$ncu" -i "$report.ncu-rep" --page details --section SpeedOfLight >"$logs/details.txt" ||
-    exit 1
+run "$ncu" -i "$report.ncu-rep" --page details >"$logs/details.txt" || exit 1
 ((dry)) && exit 0
 # Each kernel's name, grid and duration, in launch order.
 awk '/^  [^ ].*\([0-9]+, 1, 1\)x\(/ { name = $0; sub(/^  (void )?/, "", name); sub(/^.*unnamed>::/, "", name);
