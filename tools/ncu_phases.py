@@ -17,8 +17,8 @@ global-memory instructions in it, so that two builds' profiles compare step by s
 Address order is program order for straight-line code; a loop's body is one phase unless it
 holds a barrier, and a branch's code lies where the compiler put it (docs/performance.md
 shows the phases of the dispatch send read this way).  A phase's samples are those of its
-instructions, less the barrier waits sampled there, plus the waits at the barrier that ends it.  Exit status: 0, 1 when no kernel
-matched or a file is not such a CSV, 2 on bad arguments.
+instructions, less the barrier waits sampled there, plus the waits at the barrier that ends
+it.  Exit status: 0, 1 when no kernel matched or a file is not such a CSV, 2 on bad arguments.
 """
 import argparse
 import csv
@@ -28,8 +28,7 @@ import sys
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
 # What a phase waits for: loads and atomics on global memory, fences, barriers.
-NOTABLE = re.compile(r"\b(LDG|STG|LD|ST|ATOMG|ATOM|RED|MEMBAR|ERRBAR|CCTL|ACQBULK|BAR)\.[A-Z0-9.]*|"
-                     r"\b(LDG|STG|ATOMG|RED)\b")
+NOTABLE = re.compile(r"\b(?:LDG|STG|LD|ST|ATOMG|ATOM|RED|MEMBAR|ERRBAR|CCTL|ACQBULK|BAR)\b[.A-Z0-9]*")
 
 
 def kernels_of(text):
