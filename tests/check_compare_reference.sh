@@ -61,7 +61,9 @@ grep -q 'ranks=1 ep_bench -a ht -t 4096 -d 7168 -k 8 -e 256 -w 10 -i 50' "$tmp/c
     no "the reference's HT row is not the documented command"
 grep -q 'ranks=2 reshard_bench' "$tmp/calls" || no "the reference's M2N was not tried"
 m=$(grep -c 'ranks=1 .*ncclx-bench .*--comm' "$tmp/calls" 2>/dev/null || echo 0)
-[ "$m" -eq 5 ] || no "expected 5 ncclx-bench --comm runs on one rank, saw $m"
+[ "$m" -eq 7 ] || no "expected 7 ncclx-bench --comm runs on one rank, saw $m"
+[ "$(grep -c 'ncclx-bench --comm --zero-copy .*--check --graph' "$tmp/calls")" -eq 2 ] ||
+    no "our two zero-copy LL rows (128 tokens and 1) are not checked graph runs"
 grep -q 'ncclx-bench --algo ht --comm --check' "$tmp/calls" || no "our HT row is not checked"
 grep -q 'Dispatch (BF16):  avg=42.10' "$tmp/logs/summary.txt" 2>/dev/null ||
     no "the summary lacks the reference's times"
@@ -69,8 +71,8 @@ grep -q 'Global validation: Dispatch=PASSED' "$tmp/logs/summary.txt" 2>/dev/null
     no "the summary lacks the reference's validation"
 grep -q "ref_m2n: Failed, NCCL error" "$tmp/logs/summary.txt" 2>/dev/null ||
     no "the summary does not say why the reference's M2N did not run"
-[ "$(grep -c '14680064' "$tmp/logs/summary.txt" 2>/dev/null || echo 0)" -eq 5 ] ||
-    no "the summary lacks our five rows"
+[ "$(grep -c '14680064' "$tmp/logs/summary.txt" 2>/dev/null || echo 0)" -eq 7 ] ||
+    no "the summary lacks our seven rows"
 
 t=$(grep -c '^python .*torch_baseline.py --graph' "$tmp/calls" 2>/dev/null || echo 0)
 [ "$t" -eq 2 ] || no "expected 2 PyTorch baseline runs with --graph, saw $t"
@@ -98,6 +100,9 @@ bash "$script" "$tmp/ref" "$tmp/build" "$tmp/dry" --dry-run >"$tmp/out" 2>&1 ||
     no "--dry-run failed: $(cat "$tmp/out")"
 [ ! -e "$tmp/calls" ] || no "--dry-run ran programs"
 grep -q '^+ .*ep_bench -a ht' "$tmp/out" || no "--dry-run did not print the commands"
+# --help prints the whole header, up to its last sentence.
+bash "$script" --help 2>&1 | tail -1 | grep -q 'ones excepted).$' ||
+    no "--help stops before the end of the header"
 # Bad arguments are refused with exit 2 and a reason.
 bash "$script" "$tmp/build" "$tmp/build" "$tmp/logs" >"$tmp/out" 2>&1
 rc=$?

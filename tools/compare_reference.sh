@@ -16,9 +16,9 @@
 #   --dry-run  print the commands and run none (no GPU needed).
 #
 # One GPU allows one real communicator: one rank.  The reference runs under mpirun (its
-# programs bootstrap through MPI); ours with mpirun -n 1 and --comm.  Shapes: LL DeepSeek-V3
-# decode (128 tokens, hidden 7168, top-8, 256 experts; and 1 token), HT prefill (4096
-# tokens, flat).  The reference's M2N needs two ranks, which one GPU cannot host: it is run
+# programs bootstrap through MPI); ours with mpirun -n 1 and --comm, LL also on a zero-copy
+# group (its one-copy path).  Shapes: LL DeepSeek-V3 decode (128 tokens, hidden 7168, top-8,
+# 256 experts; and 1 token), HT prefill (4096 tokens, flat).  The reference's M2N needs two ranks, which one GPU cannot host: it is run
 # anyway and its refusal logged.  PyTorch's gather and scatter-add of the same LL rows
 # (tools/torch_baseline.py, 128 tokens and 1 token, graph replay; $PYTHON, default python3, run
 # without LD_LIBRARY_PATH so that torch loads its own NCCL) are the one-rank yardstick of
@@ -36,7 +36,7 @@ for a in "$@"; do
     case "$a" in
         --dry-run) dry=1 ;;
         -h | --help)
-            sed -n '5,23p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '5,26p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*) die "unknown option '$a' (try --help)" ;;
@@ -95,6 +95,11 @@ csv=(--csv "$logs/ours.csv")
 run ours_ll 1 "${mpi[@]}" -n 1 "$bench" --comm --check "${csv[@]}"
 run ours_ll_graph 1 "${mpi[@]}" -n 1 "$bench" --comm --graph "${csv[@]}"
 run ours_ll_t1_graph 1 "${mpi[@]}" -n 1 "$bench" --comm --tokens 1 --graph "${csv[@]}"
+# The one-copy path (issue 30's one-rank rows): a group planned with zero copy, rows received in
+# place and combined by pulling them.
+run ours_ll_zc_graph 1 "${mpi[@]}" -n 1 "$bench" --comm --zero-copy --check --graph "${csv[@]}"
+run ours_ll_zc_t1_graph 1 "${mpi[@]}" -n 1 "$bench" --comm --zero-copy --tokens 1 --check \
+    --graph "${csv[@]}"
 run ours_ht 1 "${mpi[@]}" -n 1 "$bench" --algo ht --comm --check --iters 20 --warmup 5 "${csv[@]}"
 run ours_ht_graph 1 "${mpi[@]}" -n 1 "$bench" --algo ht --comm --graph --iters 20 --warmup 5 \
     "${csv[@]}"
@@ -113,7 +118,8 @@ run torch_ll_t1 0 env -u LD_LIBRARY_PATH "$python" "$torch_baseline" --graph --t
         echo "## $f: $(grep -E 'Global validation' "$logs/$f.log" || echo 'no validation line')"
     done
     echo "## ref_m2n: $(grep -m1 -E 'error|Error' "$logs/ref_m2n.log" || echo 'ran')"
-    for f in ours_ll ours_ll_graph ours_ll_t1_graph ours_ht ours_ht_graph torch_ll torch_ll_t1; do
+    for f in ours_ll ours_ll_graph ours_ll_t1_graph ours_ll_zc_graph ours_ll_zc_t1_graph ours_ht \
+        ours_ht_graph torch_ll torch_ll_t1; do
         echo "## $f"
         grep -E '^ +[0-9]+ +[0-9]+' "$logs/$f.log" || echo "(no row: see $f.log)"
     done
