@@ -42,11 +42,23 @@ template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
 
 // True in exactly one block of the grid: the last to arrive (after every block's writes are
 // visible system-wide).  The counter may hold any value and wrap; base is where this launch
-// started, so the election holds for any grid size and any number of launches.
+// started, so the election holds for any grid size and any number of launches.  A grid of one
+// block (a small batch: the LL kernels cut their grids to their work) is its own last block:
+// no ticket, so two round trips to L2 less on its path, and the counter stays where it is (count
+// equals base between launches, which is all a later launch needs); it keeps the election's
+// fences, in the same places.
 __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
 {
     __shared__ bool is_last;
     __syncthreads();
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) {
+            __threadfence_system();
+        }
+        __syncthreads();
+        __threadfence();
+        return true;
+    }
     if (threadIdx.x == 0) {
         // Read before this block arrives: the last block moves base only after every block
         // of this launch has arrived.
@@ -69,11 +81,15 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
 // peers, and whose own contribution a peer waits for, posts it from the first block that runs
 // rather than from block 0, which need not be resident while the others spin.  Every block calls
 // it once per launch (the counter works as last_block's: base is where this launch started, moved
-// by the launch's last arrival), so any grid size and any number of launches elect one block.
+// by the launch's last arrival), so any grid size and any number of launches elect one block; a
+// grid of one block takes no ticket (as in last_block).
 __device__ __forceinline__ bool first_block(ncclx_ep_arrive_t *arrive)
 {
     __shared__ bool is_first;
     __syncthreads();
+    if (gridDim.x == 1) {
+        return true;
+    }
     if (threadIdx.x == 0) {
         const unsigned base = load_volatile(&arrive->base);
         __threadfence(); // the base as this launch found it, read before this block arrives

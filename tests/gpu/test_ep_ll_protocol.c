@@ -278,6 +278,51 @@ static void test_counter_wrap_zero_copy(void **state)
     ep_team_close(&t);
 }
 
+/* A zero-copy rank alone on its GPU with a batch of 4 tokens of 2048 BF16 elements: every kernel
+ * of an iteration is a grid of one block (the send cut to its 4 units, the in-place receive to
+ * its 4 messages, the pulled combine's send that reduces its 32 units), and a grid of one block
+ * takes no ticket: its first and last block are itself (dev_sync.cuh).  No counter moves, from
+ * just below the wrap, and results stay exact. */
+static void test_one_block_grids(void **state)
+{
+    const uint32_t hidden = 2048, tokens = 4;
+    ep_team_t t;
+    ep_run_t run;
+    (void)state;
+    ep_rng_reset("one_block_grids");
+    ep_team_plan(&t, 8, 6, hidden, tokens);
+    t.group_plan.layouts = EM;
+    t.group_plan.zero_copy = 1;
+    ep_team_open(&t, 1);
+    ep_run_alloc(&run, &t, &em_case);
+    ep_run_zero_copy(&run, ALL_RANKS_ZC, ALL_RANKS_ZC); /* in place, combines pulled */
+    ep_alloc_arm();
+    const ncclx_ep_ll_group_desc_t *g = &t.group[0]->desc;
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, (int)tokens, (size_t)hidden * 2), 1);
+    assert_true(tokens * (hidden / NCCLX_EP_LL_REDUCE_UNIT_ELEMS) <=
+                NCCLX_EP_LL_REDUCE_IN_SEND_UNITS);
+    ep_team_sync_only(&t);
+    ncclx_ep_dev_state_t s = read_state(&t, 0);
+    ncclx_ep_arrive_t *counters[5] = {&s.board_first, &s.dispatch_arrive, &s.unpack_arrive,
+                                      &s.combine_arrive, &s.reduce_arrive};
+    for (int i = 0; i < 5; i++) {
+        counters[i]->count = counters[i]->base = 0u - 1u;
+    }
+    write_state(&t, 0, &s);
+    for (int i = 0; i < 3; i++) {
+        iterate(&run); /* every rank full: 4 tokens */
+    }
+    s = read_state(&t, 0);
+    for (int i = 0; i < 5; i++) {
+        if (counters[i]->count != 0u - 1u || counters[i]->base != 0u - 1u) {
+            fail_msg("counter %d moved to %u (base %u) in one-block launches", i,
+                     counters[i]->count, counters[i]->base);
+        }
+    }
+    finish(&run, "one-block grids");
+    ep_team_close(&t);
+}
+
 /* ---- sequence tag 0 ---- */
 
 /* Sequence numbers where (sequence + 1) mod 2^32 is 0: the old tag 0 matched the zeroed
@@ -532,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_counter_wrap_team_of_2),
         cmocka_unit_test(test_counter_wrap_one_rank),
         cmocka_unit_test(test_counter_wrap_zero_copy),
+        cmocka_unit_test(test_one_block_grids),
         cmocka_unit_test(test_sequence_tag_never_zero),
         cmocka_unit_test(test_mismatched_topk),
         cmocka_unit_test(test_mismatched_scales),
