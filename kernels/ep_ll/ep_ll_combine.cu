@@ -14,8 +14,6 @@
  * reads that rank's rows where the handle's dispatch put them (token_rows), so each row moves
  * once.
  */
-#include <algorithm>
-
 #include "ep_ll_common.cuh"
 
 namespace ncclx
@@ -505,8 +503,7 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
     // No more blocks than the handle's (token, 256-element chunk) units need (see dispatch send).
     const size_t units =
         (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
-    const int blocks = (int)std::min<size_t>(
-        (size_t)g->blocks, std::max<size_t>(1, (units + ncclx::kWarps - 1) / ncclx::kWarps));
+    const int blocks = ncclx::grid_for_units(g, units, ncclx::kWarps);
     // The receive's instance pulls the handle's layout only (PullRows).
     using Kernel =
         void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);

@@ -31,6 +31,16 @@ namespace ncclx
 
 // Rows move in chunks of this many bytes (one warp step of warp_copy_to).
 constexpr size_t kChunkBytes = 4096;
+// The grid of a kernel cut to its work: no more blocks than `units` need at `per_block` units a
+// block (unit_warp spreads them), at least one, at most the group's grid.  A small batch then
+// launches few blocks (one at one token: its elections cost no ticket, dev_sync.cuh), a large one
+// as many as the group may use.
+inline int grid_for_units(const ncclx_ep_ll_group_desc_t *g, size_t units, size_t per_block)
+{
+    const size_t want = units == 0 ? 1 : (units + per_block - 1) / per_block;
+    return want < (size_t)g->blocks ? (int)want : g->blocks;
+}
+
 // Live views are bitmaps in shared memory: LL groups span at most NCCLX_EP_MAX_LL_RANKS.
 constexpr int kLiveWords = NCCLX_EP_MAX_LL_RANKS / 32;
 static_assert(NCCLX_EP_MAX_LL_RANKS % 32 == 0, "whole bitmap words");

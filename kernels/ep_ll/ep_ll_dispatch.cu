@@ -12,8 +12,6 @@
  * top-k entries), and copy each received message straight to its output rows; its last block ends
  * the operation (op_end).
  */
-#include <algorithm>
-
 #include "ep_ll_common.cuh"
 #include "ep_ll_fp8.cuh"
 
@@ -760,9 +758,7 @@ extern "C" int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *
 {
     const size_t units =
         (size_t)num_tokens * ((row_bytes + ncclx::kChunkBytes - 1) / ncclx::kChunkBytes);
-    return (int)std::min<size_t>(
-        (size_t)g->blocks,
-        std::max<size_t>(1, (units + kSendUnitsPerBlock - 1) / kSendUnitsPerBlock));
+    return ncclx::grid_for_units(g, units, kSendUnitsPerBlock);
 }
 
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
@@ -819,8 +815,7 @@ extern "C" int ncclx_ep_ll_dispatch_recv_blocks(const ncclx_ep_ll_group_desc_t *
         return g->blocks;
     }
     const size_t messages = (size_t)g->ranks * (size_t)g->max_tokens;
-    return (int)std::min<size_t>(
-        (size_t)g->blocks, std::max<size_t>(1, (messages + ncclx::kWarps - 1) / ncclx::kWarps));
+    return ncclx::grid_for_units(g, messages, ncclx::kWarps);
 }
 
 extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
