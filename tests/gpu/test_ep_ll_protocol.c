@@ -297,6 +297,11 @@ static void test_one_block_grids(void **state)
     ep_run_alloc(&run, &t, &em_case);
     ep_run_zero_copy(&run, ALL_RANKS_ZC, ALL_RANKS_ZC); /* in place, combines pulled */
     ep_alloc_arm();
+    ep_routing_t rt = ep_routing_default();
+    rt.full = 1;
+    ep_run_fill(&run, &rt);
+    ep_run_create(&run);
+    ep_team_sync(&t);
     const ncclx_ep_ll_group_desc_t *g = &t.group[0]->desc;
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, (int)tokens, (size_t)hidden * 2), 1);
     assert_true(tokens * (hidden / NCCLX_EP_LL_REDUCE_UNIT_ELEMS) <=
