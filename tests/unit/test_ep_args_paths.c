@@ -5,8 +5,8 @@
  * ep_ll_args_fixture.h, without a GPU: the dispatch's wait in the send's last block, the small
  * combine reduced there, the receive launched early, the zero-copy dispatch (in place or
  * with one more copy, and its refusals, its boards in the send), and the pulled combine's signal
- * from its receive.  The argument checks themselves are
- * tests/unit/test_ep_args.c.
+ * from its receive; and the dispatch's grids, cut to its work.  The argument checks themselves
+ * are tests/unit/test_ep_args.c.
  */
 #include "ep_ll_args_fixture.h"
 
@@ -415,13 +415,59 @@ static void test_signal_in_recv(void **state)
     }
 }
 
+/* The grids the dispatch launchers cut to their work (kernels/ep_ll/ep_ll_dispatch.cu,
+ * grid_for_units), without a GPU.  The send: a block per 4 (token, 4 KB chunk) units, so a
+ * decode step of one token of 7168 BF16 elements (4 chunks) is one block, whose first- and
+ * last-block elections then take no ticket (kernels/common/dev_sync.cuh); at most the group's
+ * grid, at least one block.  The receive: the group's grid where it copies rows, and where it
+ * leaves them in place (zero copy, out_tokens the group's rows) a block per 16 of its R x T
+ * messages. */
+static void test_grids(void **state)
+{
+    (void)state;
+    fixture_t f;
+    make_zero_copy_fixture(&f, 0);
+    ncclx_ep_ll_group_desc_t *g = &f.group.desc;
+    const size_t row = 7168 * 2; /* 3.5 chunks: 4 units a token */
+    g->blocks = 264;
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 1, row), 1);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 0, row), 1);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 2, row), 2);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 128, row), 128);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4, 4096), 1);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 5, 4096), 2);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4096, row), 264);
+    g->blocks = 1;
+    assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4096, row), 1);
+
+    ncclx_ep_ll_dispatch_desc_t d;
+    memset(&d, 0, sizeof(d));
+    g->blocks = 264;
+    const struct {
+        uint32_t ranks, max_tokens;
+        int in_place_blocks;
+    } cases[] = {{1, 1, 1}, {1, 16, 1},   {1, 17, 2},    {1, 128, 8},
+                 {8, 1, 1}, {8, 128, 64}, {64, 128, 264}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        g->ranks = (int)cases[i].ranks;
+        g->max_tokens = (int)cases[i].max_tokens;
+        d.zero_copy = 1;
+        d.copy_rows = 0;
+        assert_int_equal(ncclx_ep_ll_dispatch_recv_blocks(g, &d), cases[i].in_place_blocks);
+        d.copy_rows = 1;
+        assert_int_equal(ncclx_ep_ll_dispatch_recv_blocks(g, &d), 264);
+        d.zero_copy = 0;
+        assert_int_equal(ncclx_ep_ll_dispatch_recv_blocks(g, &d), 264);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
         cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_zero_copy_combine), cmocka_unit_test(test_signal_in_recv),
-        cmocka_unit_test(test_board_in_send),
+        cmocka_unit_test(test_board_in_send),     cmocka_unit_test(test_grids),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }
