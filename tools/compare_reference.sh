@@ -18,12 +18,12 @@
 # One GPU allows one real communicator: one rank.  The reference runs under mpirun (its
 # programs bootstrap through MPI); ours with mpirun -n 1 and --comm, LL also on a zero-copy
 # group (its one-copy path).  Shapes: LL DeepSeek-V3 decode (128 tokens, hidden 7168, top-8,
-# 256 experts; and 1 token), HT prefill (4096 tokens, flat).  The reference's M2N needs two ranks, which one GPU cannot host: it is run
-# anyway and its refusal logged.  PyTorch's gather and scatter-add of the same LL rows
-# (tools/torch_baseline.py, 128 tokens and 1 token, graph replay; $PYTHON, default python3, run
-# without LD_LIBRARY_PATH so that torch loads its own NCCL) are the one-rank yardstick of
-# docs/performance.md; a machine without torch logs why and goes on.  Exits non-zero if a run
-# fails (the M2N and PyTorch ones excepted).
+# 256 experts; and 1 token), HT prefill (4096 tokens, flat).  The reference's M2N needs two
+# ranks, which one GPU cannot host: it is run anyway and its refusal logged.  PyTorch's gather
+# and scatter-add of the same LL rows (tools/torch_baseline.py, 128 tokens and 1 token, graph
+# replay; $PYTHON, default python3, run without LD_LIBRARY_PATH so that torch loads its own
+# NCCL) are the one-rank yardstick of docs/performance.md; a machine without torch logs why and
+# goes on.  Exits non-zero if a run fails (the M2N and PyTorch ones excepted).
 set -uo pipefail
 prog=${0##*/}
 die() {
