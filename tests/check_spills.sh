@@ -6,9 +6,11 @@
 # tests/spill_budget.py for why they are pinned exactly).  The build keeps ptxas's report of
 # each kernel file beside its object (OBJECT.ptxas, kernels/local.am); a file without one (an
 # object built before the build kept them) is compiled again here the same way.  No GPU needed.
-# Skips (77) where nvcc is not the release the budget was written for, or the build has no SASS
-# for the budget's architecture.  To update the budget after a kernel change that is meant:
-#   tests/spill_budget.py write BUILD/tests/spills.log RELEASE ARCH > tests/spill_budget.txt
+# Skips (77) where nvcc or NCCL is not the release the budget was written for, the flags are not
+# the build's -O3 ones, or the build has no SASS for the budget's architecture.  To update the
+# budget after a kernel change that is meant:
+#   tests/spill_budget.py write BUILD/tests/spills.log NVCC_RELEASE NCCL_CODE ARCH \
+#       > tests/spill_budget.txt
 set -u
 : "${NVCC:?NVCC not set}" "${top_srcdir:?}" "${top_builddir:?}"
 budget="$top_srcdir/tests/spill_budget.txt"
@@ -20,6 +22,10 @@ if [ "$release" != "$want" ]; then
     exit 77
 fi
 
+# The kernels that call NCCL's device API inline its headers: another NCCL, other spills.
+nccl=$(printf '#include <nccl.h>\nncclx_version NCCL_VERSION_CODE\n' |
+    ${CC:-cc} -E -P $NCCLX_DEP_CPPFLAGS - 2>/dev/null | sed -n 's/^ncclx_version *\([0-9]*\)$/\1/p')
+test -n "$nccl" || { echo "FAIL: no NCCL_VERSION_CODE from nccl.h ($NCCLX_DEP_CPPFLAGS)"; exit 1; }
 case " $NVCCFLAGS " in
 *" -O3 "*) ;;
 *) echo "SKIP: the budget is for -O3 builds (NVCCFLAGS: $NVCCFLAGS)"; exit 77 ;;
@@ -53,7 +59,7 @@ for src in $NCCLX_CU_SRCS; do
     cat "$report" >>"$log"
 done
 python3 "$top_srcdir/tests/spill_budget.py" compare "$log" "$budget" --nvcc "$release" \
-    --self-test
+    --nccl "$nccl" --self-test
 rc=$?
 [ $rc -eq 1 ] && echo "the compiler's output is in $log"
 exit $rc

@@ -7,18 +7,19 @@ A kernel that spills more than it did stores and reloads registers through local
 its critical path; the LL kernels sit at the 64 registers of two 512-thread blocks an SM, where
 one more live value can add spill stores without any test noticing (docs/performance.md weighs
 every candidate by them).  Spill bytes are the compiler's deterministic output for one nvcc
-release and one architecture, so the budget records that release and holds each kernel's exact
-spill stores: any change, up or down, fails until the budget is written again, so that a
-change which adds spills says so in its diff.
+release, one NCCL (kernels inline its device API) and one architecture, so the budget records
+them and holds each kernel's exact spill stores: any change, up or down, fails until the
+budget is written again, so that a change which adds spills says so in its diff.
 
-  spill_budget.py compare LOG BUDGET --nvcc RELEASE [--self-test]
+  spill_budget.py compare LOG BUDGET --nvcc RELEASE --nccl CODE [--self-test]
       LOG: the -Xptxas -v output of every kernel file, each file's output after a line
-      "== FILE" (FILE relative to kernels/); RELEASE: the release of the nvcc that wrote it.
+      "== FILE" (FILE relative to kernels/); RELEASE: the release of the nvcc that wrote it;
+      CODE: the NCCL_VERSION_CODE of the nccl.h it compiled with.
       Exits 0 when every (file, kernel) of the budget's architecture spills exactly its
       budget, 1 otherwise, 77 (skip) when the budget was written for another nvcc release or
-      the log has no kernel of its architecture.  --self-test also checks that a budget one
+      NCCL, or the log has no kernel of its architecture.  --self-test also checks that a budget one
       entry lower, and one with an entry missing, are both reported.
-  spill_budget.py write LOG NVCC_RELEASE ARCH
+  spill_budget.py write LOG NVCC_RELEASE NCCL_CODE ARCH
       Prints a budget for the log (to update tests/spill_budget.txt after a change).
 """
 import argparse
@@ -29,10 +30,11 @@ import sys
 HEADER = """# SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 The libncclx authors.
 #
-# Spill stores (bytes) of every kernel, as ptxas reports them for one nvcc release and one
-# architecture: tests/check_spills.sh fails on any difference (tests/spill_budget.py says why).
-# Written by tests/spill_budget.py write BUILD/tests/spills.log %s ARCH > tests/spill_budget.txt
-# after a kernel change that is meant to move them.  FILE (under kernels/) KERNEL BYTES.
+# Spill stores (bytes) of every kernel, as ptxas reports them for one nvcc release, one NCCL and
+# one architecture: tests/check_spills.sh fails on any difference (tests/spill_budget.py says why).
+# (NCCL because some kernels inline its device API.)  After a kernel change meant to move them:
+# tests/spill_budget.py write BUILD/tests/spills.log %s %s ARCH > tests/spill_budget.txt
+# Then one line per kernel: FILE (under kernels/) KERNEL BYTES.
 """
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for 'sm_(\d+)'")
 PROPS = re.compile(r"Function properties for (\S+)")
@@ -94,7 +96,7 @@ def measured_for(log, arch):
 
 
 def read_budget(path):
-    release, arch, entries = None, None, {}
+    release, nccl, arch, entries = None, None, None, {}
     with open(path) as budget:
         for n, line in enumerate(budget, 1):
             line = line.split("#", 1)[0].strip()
@@ -103,15 +105,18 @@ def read_budget(path):
             words = line.split()
             if words[0] == "nvcc" and len(words) == 2:
                 release = words[1]
+            elif words[0] == "nccl" and len(words) == 2:
+                nccl = words[1]
             elif words[0] == "sm" and len(words) == 2:
                 arch = words[1]
             elif len(words) == 3 and words[2].isdigit():
                 entries[(words[0], words[1])] = int(words[2])
             else:
-                sys.exit("%s:%d: expected 'nvcc R', 'sm N' or 'FILE KERNEL BYTES'" % (path, n))
-    if release is None or arch is None:
-        sys.exit("%s: needs an 'nvcc RELEASE' and an 'sm ARCH' line" % path)
-    return release, arch, entries
+                sys.exit("%s:%d: expected 'nvcc R', 'nccl CODE', 'sm N' or 'FILE KERNEL BYTES'"
+                         % (path, n))
+    if release is None or nccl is None or arch is None:
+        sys.exit("%s: needs 'nvcc RELEASE', 'nccl CODE' and 'sm ARCH' lines" % path)
+    return release, nccl, arch, entries
 
 
 def differences(measured, budget):
@@ -156,24 +161,28 @@ def main(argv):
     cmp.add_argument("log")
     cmp.add_argument("budget")
     cmp.add_argument("--nvcc", required=True, help="release of the nvcc that wrote the log")
+    cmp.add_argument("--nccl", required=True, help="NCCL_VERSION_CODE of the nccl.h it used")
     cmp.add_argument("--self-test", action="store_true")
     wr = sub.add_parser("write")
     wr.add_argument("log")
     wr.add_argument("nvcc")
+    wr.add_argument("nccl")
     wr.add_argument("arch")
     args = parser.parse_args(argv)
     if args.mode == "write":
         measured = measured_for(args.log, args.arch)
-        print(HEADER % args.nvcc, end="")
+        print(HEADER % (args.nvcc, args.nccl), end="")
         print("nvcc %s" % args.nvcc)
+        print("nccl %s" % args.nccl)
         print("sm %s" % args.arch)
         for (f, k), v in sorted(measured.items()):
             print("%s %s %d" % (f, k, v))
         return 0
-    release, arch, budget = read_budget(args.budget)
-    if args.nvcc != release:
-        print("SKIP: the budget is for nvcc %s, this is nvcc %s (spills depend on the compiler)"
-              % (release, args.nvcc))
+    release, nccl, arch, budget = read_budget(args.budget)
+    if args.nvcc != release or args.nccl != nccl:
+        print("SKIP: the budget is for nvcc %s and NCCL %s, this is nvcc %s and NCCL %s (spills "
+              "depend on the compiler and on NCCL's inlined device code)"
+              % (release, nccl, args.nvcc, args.nccl))
         return 77
     measured = measured_for(args.log, arch)
     if not measured:
@@ -189,7 +198,8 @@ def main(argv):
         print("FAIL: " + line)
     if problems:
         print("if the change is meant, write the budget again: "
-              "tests/spill_budget.py write LOG %s %s > tests/spill_budget.txt" % (release, arch))
+              "tests/spill_budget.py write LOG %s %s %s > tests/spill_budget.txt"
+              % (release, nccl, arch))
     return 1 if problems else 0
 
 
