@@ -17,8 +17,8 @@ budget is written again, so that a change which adds spills says so in its diff.
       CODE: the NCCL_VERSION_CODE of the nccl.h it compiled with.
       Exits 0 when every (file, kernel) of the budget's architecture spills exactly its
       budget, 1 otherwise, 77 (skip) when the budget was written for another nvcc release or
-      NCCL, or the log has no kernel of its architecture.  --self-test also checks that a budget one
-      entry lower, and one with an entry missing, are both reported.
+      NCCL, or the log has no kernel of its architecture.  --self-test also checks that a
+      budget one entry lower, and one with an entry missing, are both reported.
   spill_budget.py write LOG NVCC_RELEASE NCCL_CODE ARCH
       Prints a budget for the log (to update tests/spill_budget.txt after a change).
 """
