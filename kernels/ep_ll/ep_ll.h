@@ -215,6 +215,12 @@ cudaError_t ncclx_ep_ll_launch_combine_net(const ncclx_ep_ll_group_desc_t *g,
 int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
                                      size_t row_bytes);
 
+/** Warps of that grid per (token, chunk) unit, each moving a share of the chunk's bytes to every
+ *  destination: with fp8 (the FP8 recipe's send) the warps the units leave spare, 1 .. 4 (1 KiB
+ *  shares of a 4 KiB chunk); otherwise 1. */
+int ncclx_ep_ll_dispatch_send_ways(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
+                                   size_t row_bytes, int fp8);
+
 /** The grid of the dispatch receive: g->blocks, or, for a receive that leaves its rows in place
  *  (zero copy, no copy_rows), no more blocks than R x T messages need at one a warp. */
 int ncclx_ep_ll_dispatch_recv_blocks(const ncclx_ep_ll_group_desc_t *g,

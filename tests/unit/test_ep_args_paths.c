@@ -437,8 +437,19 @@ static void test_grids(void **state)
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4, 4096), 1);
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 5, 4096), 2);
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4096, row), 264);
+    /* Warps the units leave spare split each unit's bytes, at most 4 (1 KiB shares), in the
+     * FP8 send; the BF16 copy keeps one warp a unit. */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 128, row, 0), 1);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 1, row, 1), 4);   /* 4 units, 16 warps */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 128, row, 1), 4); /* 512 units, 128 blocks */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 300, row, 1),
+                     3); /* 1200 units, 4224 warps */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 4096, row, 1),
+                     1); /* more units than warps */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 0, row, 1), 1);
     g->blocks = 1;
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4096, row), 1);
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 2, row, 1), 2); /* 8 units, 16 warps */
 
     ncclx_ep_ll_dispatch_desc_t d;
     memset(&d, 0, sizeof(d));
