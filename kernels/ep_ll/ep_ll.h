@@ -148,6 +148,9 @@ typedef struct {
     int board_in_send; /* zero copy, early_recv: no board kernel; the send's blocks exchange the
                           boards (the first block to run posts, every block waits for the
                           peers') */
+    int recv_in_send;  /* a team of one, zero copy into its own rows (no copy_rows or
+                          copy_scales), wait_in_send: the send records the messages it sends
+                          itself and ends the operation; no receive kernel */
 } ncclx_ep_ll_dispatch_desc_t;
 
 /* The combine receive reduces a token's row in units of this many elements (one warp each). */

@@ -292,13 +292,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
 // the token's one row for that rank, at (this rank, the message's slot) of its rank-major rows.
 // counted: the boards this block waited for itself (board_in_send), from which the lane works
 // its row's start out; nullptr: the board kernel's starts (zero_copy_starts; rank-major: only
-// whether the destination's board came).
-__device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group_desc_t &g,
-                                                         const ncclx_ep_ll_handle_desc_t &h,
-                                                         const ncclx_ep_ll_dispatch_desc_t &a,
-                                                         const LiveView &view, const TokenRoute &r,
-                                                         int t, int lane, LaneTargets &scale_rows,
-                                                         const unsigned char *counted, int parity)
+// whether the destination's board came).  row: the lane's row (pos above; -1 for none).
+__device__ __forceinline__ LaneTargets zero_copy_targets(
+    const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t &h,
+    const ncclx_ep_ll_dispatch_desc_t &a, const LiveView &view, const TokenRoute &r, int t,
+    int lane, LaneTargets &scale_rows, const unsigned char *counted, int parity, int &row)
 {
     const int e = r.expert, L = g.local_experts;
     const int d = e >= 0 ? e / L : 0;
@@ -321,6 +319,7 @@ __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group
         const unsigned same = __match_any_sync(0xffffffffu, pos >= 0 ? e : -1);
         first = pos >= 0 && (same & lanemask_lt()) == 0;
     }
+    row = (int)pos;
     const size_t rows = h.expert_major ? g.zero_copy_rows : g.zero_copy_rm_rows;
     const size_t scales = h.expert_major ? g.zero_copy_scales : g.zero_copy_rm_scales;
     LaneTargets to;
@@ -331,6 +330,78 @@ __device__ __forceinline__ LaneTargets zero_copy_targets(const ncclx_ep_ll_group
                           ? peer_base(g, d) + scales + (size_t)pos * a.scale_bytes
                           : nullptr;
     return to;
+}
+
+// Rank-major: lane k's top-k entry (expert e, weight w) of received row m into the outputs: the
+// expert's id (local, or global with global_ids) and its weight where e is this rank's, else -1
+// and 0.
+__device__ __forceinline__ void write_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
+                                                      const ncclx_ep_ll_handle_desc_t &h,
+                                                      const ncclx_ep_ll_dispatch_desc_t &a, int m,
+                                                      int e, float w, int lane)
+{
+    if (lane < h.topk) {
+        const bool mine = e >= 0 && e / g.local_experts == g.rank;
+        const long long id = mine ? (h.global_ids ? e : e - g.rank * g.local_experts) : -1;
+        const size_t at = (size_t)m * h.topk + lane;
+        if (a.out_idx_int64) {
+            static_cast<long long *>(a.out_topk_idx)[at] = id;
+        } else {
+            static_cast<int *>(a.out_topk_idx)[at] = (int)id;
+        }
+        static_cast<float *>(a.out_topk_weights)[at] = mine ? w : 0.0f;
+    }
+}
+
+// A team of one that receives in its send (recv_in_send): what the receive kernel would learn
+// from the message this rank sends itself for token t, recorded by the send as it stores it (the
+// only messages such a rank receives are its own): the token and its rank order (recv_tok) and,
+// expert-major, each top-k entry's row (recv_pos; row from zero_copy_targets), rank-major the
+// entries for the caller.  A token this rank does not send itself records nothing, as no message
+// of it arrives.
+__device__ __forceinline__ void record_own_message(const ncclx_ep_ll_group_desc_t &g,
+                                                   const ncclx_ep_ll_handle_desc_t &h,
+                                                   const ncclx_ep_ll_dispatch_desc_t &a, int t,
+                                                   const TokenRoute &r, int row, int lane)
+{
+    const int d = r.expert >= 0 ? r.expert / g.local_experts : -1;
+    const unsigned own = r.msgs.lanes & __ballot_sync(0xffffffffu, d == g.rank);
+    if (own == 0) {
+        return;
+    }
+    const int j = __ffs(own) - 1;
+    const int m = g.rank * g.max_tokens + __shfl_sync(0xffffffffu, r.slot, j);
+    const int order = __shfl_sync(0xffffffffu, r.order, j);
+    if (lane == 0) {
+        h.recv_tok[m] = ncclx_ep_pack_token(t, order);
+    }
+    if (h.expert_major) {
+        if (lane < h.topk) {
+            h.recv_pos[(size_t)m * h.topk + lane] = d == g.rank ? row : -1;
+        }
+    } else {
+        const float w =
+            lane < h.topk && a.topk_weights != nullptr ? a.topk_weights[t * h.topk + lane] : 0.0f;
+        write_rank_major_meta(g, h, a, m, r.expert, w, lane);
+    }
+}
+
+// The same rank's per-expert row counts for the caller (out_counts), as the receive plans them
+// (plan_expert_rows): each source's board count of the expert, within what the source sent.
+__device__ __forceinline__ void own_expert_counts(const ncclx_ep_ll_group_desc_t &g,
+                                                  const ncclx_ep_ll_handle_desc_t &h,
+                                                  const ncclx_ep_ll_dispatch_desc_t &a, int parity)
+{
+    char *self = peer_base(g, g.rank);
+    for (int l = threadIdx.x; l < g.local_experts; l += blockDim.x) {
+        int rows = 0;
+        for (int s = 0; s < g.ranks; s++) {
+            const int sent = h.recv_count[s];
+            const int n = board_counts(self, g, parity, s)[g.rank * g.local_experts + l];
+            rows += sent > 0 ? min(max(n, 0), sent) : 0;
+        }
+        a.out_counts[l] = rows;
+    }
 }
 
 // The dispatch counts region of the rank whose arena starts at base: [2][R][L] int32, the rows
@@ -480,8 +551,12 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         const TokenRoute r = route_token(g, h, view, t, parity, lane);
         LaneTargets payload, scale_rows;
         if (kZeroCopy) {
+            int row;
             payload = zero_copy_targets(g, h, a, view, r, t, lane, scale_rows,
-                                        boards ? counted : nullptr, parity);
+                                        boards ? counted : nullptr, parity, row);
+            if (a.recv_in_send && c == 0 && part == 0) {
+                record_own_message(g, h, a, t, r, row, lane);
+            }
         } else {
             payload = r.msgs;
             payload.mine = payload.mine != nullptr ? payload.mine + poff : nullptr;
@@ -527,6 +602,19 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                 load_live_view(g, view, true);
             }
             wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
+            // A team of one whose rows are in place has nothing left to receive: its messages
+            // were recorded as they were sent (record_own_message); the counts, and the
+            // operation ends here.
+            if (a.recv_in_send) {
+                __syncthreads();
+                if (h.expert_major) {
+                    own_expert_counts(g, h, a, parity);
+                }
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    op_end(&g.state->dispatch_seq, op);
+                }
+            }
         }
         // The other blocks have ended and the sources are in: the copy (early_recv) may have
         // its blocks scheduled now, spread over the idle SMs.  Not before the wait: while a
@@ -593,25 +681,21 @@ __device__ __forceinline__ void plan_expert_rows(const ncclx_ep_ll_group_desc_t 
     __syncthreads();
 }
 
+// Rank-major: message m's top-k entries as the receiver reports them (valid: the message holds a
+// token; otherwise its entries say that it holds nothing).
 __device__ void unpack_rank_major_meta(const ncclx_ep_ll_group_desc_t &g,
                                        const ncclx_ep_ll_handle_desc_t &h,
                                        const ncclx_ep_ll_dispatch_desc_t &a, const char *msg, int m,
                                        bool valid, int lane)
 {
-    const int2 *entries = topk_entries(msg);
-    if (lane < h.topk) {
-        const int e = valid ? ncclx_ep_entry_expert(entries[lane].x) : -1;
-        const bool mine = e >= 0 && e / g.local_experts == g.rank;
-        long long id = mine ? (h.global_ids ? e : e - g.rank * g.local_experts) : -1;
-        size_t at = (size_t)m * h.topk + lane;
-        if (a.out_idx_int64) {
-            static_cast<long long *>(a.out_topk_idx)[at] = id;
-        } else {
-            static_cast<int *>(a.out_topk_idx)[at] = (int)id;
-        }
-        static_cast<float *>(a.out_topk_weights)[at] =
-            mine ? __int_as_float(entries[lane].y) : 0.0f;
+    int e = -1;
+    float w = 0.0f;
+    if (valid && lane < h.topk) {
+        const int2 entry = topk_entries(msg)[lane];
+        e = ncclx_ep_entry_expert(entry.x);
+        w = __int_as_float(entry.y);
     }
+    write_rank_major_meta(g, h, a, m, e, w, lane);
 }
 
 // Expert-major: lane k's output row of message m (source s) for top-k entry k, or -1 when the
@@ -862,6 +946,9 @@ extern "C" cudaError_t ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_
                                                         const ncclx_ep_ll_dispatch_desc_t *a,
                                                         cudaStream_t stream)
 {
+    if (a->recv_in_send) {
+        return cudaSuccess; // the send received (record_own_message): no kernel
+    }
     if (!a->wait_in_send) {
         ncclx::dispatch_wait_kernel<<<(g->ranks + NCCLX_EP_THREADS - 1) / NCCLX_EP_THREADS,
                                       NCCLX_EP_THREADS, 0, stream>>>(*g, *h, *a);

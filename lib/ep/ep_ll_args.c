@@ -301,6 +301,11 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
      * it), and not send_only: while a peer is late the whole send grid waits, which a dispatch
      * overlapped with other work must not do. */
     d.board_in_send = d.zero_copy && d.early_recv;
+    /* A team of one whose rows land in place receives only what it sends itself: its send
+     * records those messages as it stores them and ends the operation, so the dispatch is one
+     * kernel (the receive kernel's launch, plan and election were a third of it). */
+    d.recv_in_send = d.zero_copy && !d.copy_rows && !d.copy_scales && d.wait_in_send &&
+                     h->group->desc.ranks == 1;
     *out = d;
     return ncclxSuccess;
 }

@@ -385,14 +385,20 @@ static void test_graph_capture(void **state)
 
 /* A zero-copy dispatch that receives at once is three kernels on a loopback team: the boards,
  * the send (which waits for the sources in its last block) and the receive's bookkeeping; a rank
- * alone on its GPU (the singleton) exchanges the boards in the send (board_in_send) and launches
- * the receive early: two kernels, one programmatic edge.  A send_only one is four everywhere
- * (boards, send; then the wait and the receive at ncclxEpComplete), the singleton's send
- * launched early after its boards (one edge).  A loopback team launches nothing early.  Every
- * graph replayed on every rank must give the exact outputs. */
+ * alone on its GPU exchanges the boards in the send (board_in_send) and launches the receive
+ * early: two kernels, one programmatic edge.  In a team of one (the singleton) the send also
+ * records the messages, all its own, and ends the operation (recv_in_send): one kernel, no edge.
+ * A send_only one is four everywhere (boards, send; then the wait and the receive at
+ * ncclxEpComplete), a lone rank's send launched early after its boards (one edge).  A loopback
+ * team launches nothing early.  Every graph replayed on every rank must give the exact
+ * outputs. */
 static void zc_launches_case(ep_team_t *t, const ep_case_t *k)
 {
-    static const size_t kernels[2][2] = {{3, 4}, {2, 4}}, early[2] = {1, 1};
+    static const size_t team_kernels[2][2] = {{3, 4}, {2, 4}}, team_early[2] = {1, 1};
+    static const size_t one_kernels[2][2] = {{2, 4}, {1, 4}}, one_early[2] = {0, 1};
+    const int one = t->ranks == 1;
+    const size_t(*kernels)[2] = one ? one_kernels : team_kernels;
+    const size_t *early = one ? one_early : team_early;
     ep_run_t run;
     ep_routing_t rt = ep_routing_default();
     ep_run_alloc(&run, t, k);

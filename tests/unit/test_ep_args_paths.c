@@ -381,6 +381,59 @@ static void test_board_in_send(void **state)
     assert_int_equal(d.zero_copy + d.board_in_send, 0);
 }
 
+/* A zero-copy dispatch has no receive kernel (recv_in_send: the send records its own messages
+ * and ends the operation) exactly in a team of one that receives at once (wait_in_send: not
+ * send_only, no network), into its rows in place, and, with scales, into its scale rows in place;
+ * in a team of two, or with either output the caller's (the receive copies it), the receive
+ * kernel stays.  Whether the rank is alone on its GPU does not matter (a loopback team of one
+ * has its boards in a kernel of their own, and its send still knows every row). */
+static void test_recv_in_send(void **state)
+{
+    static const uint32_t recipes[] = {NONE, FP8, QUANT};
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_dispatch_desc_t d;
+    make_zero_copy_fixture(&f, 0);
+    for (uint32_t ranks = 1; ranks <= 2; ranks++) {
+        f.group.desc.ranks = ranks;
+        for (int alone = 0; alone < 2; alone++) {
+            f.group.desc.early_launch = alone;
+            for (int r = 0; r < 3; r++) {
+                for (uint32_t send_only = 0; send_only < 2; send_only++) {
+                    for (int in_place = 0; in_place < 4;
+                         in_place++) { /* bit 0 rows, bit 1 scales */
+                        ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
+                        const int scaled = recipes[r] != NONE;
+                        const int rows_in = in_place & 1, scales_in = !scaled || (in_place & 2);
+                        a.send_only = send_only;
+                        a.out_tokens.data = rows_in ? PTR(20) : a.out_tokens.data;
+                        a.out_scales.data = scaled && scales_in ? PTR(21) : a.out_scales.data;
+                        memset(&d, 0x5a, sizeof(d));
+                        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+                        assert_int_equal(d.recv_in_send,
+                                         ranks == 1 && !send_only && rows_in && scales_in);
+                    }
+                }
+            }
+        }
+    }
+    /* No network: its kernel, after the send, is what signals remote ranks. */
+    f.group.desc.ranks = 1;
+    ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE);
+    a.out_tokens.data = PTR(20);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.recv_in_send, 1);
+    f.group.desc.net.kind = NCCLX_NET_EMULATED;
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.recv_in_send, 0);
+    f.group.desc.net.kind = NCCLX_NET_NONE;
+    /* Not without zero copy. */
+    f.group.desc.zero_copy = 0;
+    a = valid_dispatch(&f, NONE);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.zero_copy + d.recv_in_send, 0);
+}
+
 /* A pulled combine (expert_out the group's zero-copy rows) has no send kernel exactly where a
  * combine's receive would be launched early: its receive's first block signals (signal_in_recv)
  * and nothing is launched early.  Not on a loopback team of several ranks (no early_launch), not
@@ -475,10 +528,15 @@ static void test_grids(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
-        cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
-        cmocka_unit_test(test_zero_copy_combine), cmocka_unit_test(test_signal_in_recv),
-        cmocka_unit_test(test_board_in_send),     cmocka_unit_test(test_grids),
+        cmocka_unit_test(test_wait_in_send),
+        cmocka_unit_test(test_reduce_in_send),
+        cmocka_unit_test(test_early_recv),
+        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_zero_copy_combine),
+        cmocka_unit_test(test_signal_in_recv),
+        cmocka_unit_test(test_board_in_send),
+        cmocka_unit_test(test_recv_in_send),
+        cmocka_unit_test(test_grids),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }
