@@ -386,21 +386,31 @@ __device__ __forceinline__ void record_own_message(const ncclx_ep_ll_group_desc_
     }
 }
 
-// The same rank's per-expert row counts for the caller (out_counts), as the receive plans them
-// (plan_expert_rows): each source's board count of the expert, within what the source sent.
-__device__ __forceinline__ void own_expert_counts(const ncclx_ep_ll_group_desc_t &g,
-                                                  const ncclx_ep_ll_handle_desc_t &h,
-                                                  const ncclx_ep_ll_dispatch_desc_t &a, int parity)
+// A team of one receiving in its send (recv_in_send), its last block: what it sent itself is all
+// it receives, so the receive's answers come from its handle, with no signal to itself and no
+// wait for it (nothing else reads a team of one's signal; a later operation that does waits for
+// its own tag): the messages (recv_count, and rank-major out_counts), expert-major each local
+// expert's rows (out_counts: its count, within the messages, as the receive plans them); then the
+// operation ends.  A rank out of its view (a group that halted) received nothing, as its wait
+// would have concluded.
+__device__ __forceinline__ void receive_own(const ncclx_ep_ll_group_desc_t &g,
+                                            const ncclx_ep_ll_handle_desc_t &h,
+                                            const ncclx_ep_ll_dispatch_desc_t &a,
+                                            const LiveView &view, const Op &op)
 {
-    char *self = peer_base(g, g.rank);
-    for (int l = threadIdx.x; l < g.local_experts; l += blockDim.x) {
-        int rows = 0;
-        for (int s = 0; s < g.ranks; s++) {
-            const int sent = h.recv_count[s];
-            const int n = board_counts(self, g, parity, s)[g.rank * g.local_experts + l];
-            rows += sent > 0 ? min(max(n, 0), sent) : 0;
+    const int n = view.has(g.rank) ? min(max(h.send_count[g.rank], 0), g.max_tokens) : 0;
+    if (h.expert_major) {
+        const int L = g.local_experts;
+        for (int l = threadIdx.x; l < L; l += blockDim.x) {
+            a.out_counts[l] = n > 0 ? min(max(h.expert_count[g.rank * L + l], 0), n) : 0;
         }
-        a.out_counts[l] = rows;
+    }
+    if (threadIdx.x == 0) {
+        h.recv_count[g.rank] = n;
+        if (!h.expert_major) {
+            a.out_counts[g.rank] = n;
+        }
+        op_end(&g.state->dispatch_seq, op);
     }
 }
 
@@ -526,8 +536,11 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // the starts for the combine.
     if (boards) {
         const bool out = !view.has(g.rank); // as in the board kernel
-        const bool poster = first_block(&g.state->board_first);
-        if (poster) {
+        // A team of one receiving in its send (recv_in_send) posts no board: no peer reads it and
+        // its own counts are its handle's (receive_own).  Nothing waits for its poster then, so
+        // block 0 keeps the starts, without an election.
+        const bool poster = a.recv_in_send ? blockIdx.x == 0 : first_block(&g.state->board_first);
+        if (poster && !a.recv_in_send) {
             post_board(g, h, a, view, op, out);
         }
         wait_boards(g, a, view, op, out, counted, true);
@@ -588,32 +601,24 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
     // ranks are signalled by the network kernel, after their puts.
     if (last_block(&g.state->dispatch_arrive)) {
-        if (!block_self_out(g)) {
-            signal_destinations(g, h, a, view, op);
-        }
-        // A dispatch that receives at once waits here, in the one block left, instead of in a
-        // kernel of its own: one launch less on the path of every dispatch.  A group with a
-        // mask takes the view again, as the wait kernel would take it after the send (an
-        // eviction meanwhile counts); without one the view changes only when the group halts,
-        // which the wait checks by itself (unmasked_wait_goes_on): one round trip less.
-        if (a.wait_in_send) {
-            __syncthreads();
-            if (g.inactive != nullptr) {
-                load_live_view(g, view, true);
+        if (a.recv_in_send) {
+            receive_own(g, h, a, view, op);
+        } else {
+            if (!block_self_out(g)) {
+                signal_destinations(g, h, a, view, op);
             }
-            wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
-            // A team of one whose rows are in place has nothing left to receive: its messages
-            // were recorded as they were sent (record_own_message); the counts, and the
-            // operation ends here.
-            if (a.recv_in_send) {
+            // A dispatch that receives at once waits here, in the one block left, instead of in
+            // a kernel of its own: one launch less on the path of every dispatch.  A group with
+            // a mask takes the view again, as the wait kernel would take it after the send (an
+            // eviction meanwhile counts); without one the view changes only when the group
+            // halts, which the wait checks by itself (unmasked_wait_goes_on): one round trip
+            // less.
+            if (a.wait_in_send) {
                 __syncthreads();
-                if (h.expert_major) {
-                    own_expert_counts(g, h, a, parity);
+                if (g.inactive != nullptr) {
+                    load_live_view(g, view, true);
                 }
-                __syncthreads();
-                if (threadIdx.x == 0) {
-                    op_end(&g.state->dispatch_seq, op);
-                }
+                wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
             }
         }
         // The other blocks have ended and the sources are in: the copy (early_recv) may have

@@ -221,17 +221,19 @@ static void test_counter_wrap_one_rank(void **state)
     ep_team_close(&t);
 }
 
-/* A zero-copy loopback team of one (a rank alone on its GPU: the send posts its board from its
- * first block, board_in_send, and a pulled combine is one receive kernel whose first block
- * signals, signal_in_recv): the first-block counters preset below the wrap too.  Every launch
- * elects one first block (count and base settle together), the send's counter moves by the
- * send's grid and the receive's by its grid per iteration, the dispatch receive's last-block
- * counter not at all (a team of one receiving in place has no dispatch receive kernel: its send
- * records its own messages, recv_in_send), and results stay exact. */
+/* A zero-copy team of one on a real communicator (a rank alone on its GPU: a pulled combine is one
+ * receive kernel whose first block signals, signal_in_recv), the first-block counters preset
+ * below the wrap too.  First into the caller's buffers: the send posts its board from the block
+ * it elects (board_in_send), and the receive copies the rows with the group's grid.  Every launch
+ * elects one first block (count and base settle together): the send's counter moves by the
+ * send's grid, the combine receive's by its grid and the dispatch receive's last-block counter by
+ * the group's grid per iteration.  Then in place: a team of one receiving in its send
+ * (recv_in_send) posts no board, elects no poster and launches no receive, so neither the board
+ * counter nor the receive's moves, while the combine's goes on.  Results stay exact. */
 static void test_counter_wrap_zero_copy(void **state)
 {
     const uint32_t hidden = 4096, tokens = 256;
-    const int iterations = 4;
+    const int iterations = 4, in_place = 2;
     ep_team_t t;
     ep_run_t run;
     (void)state;
@@ -244,7 +246,7 @@ static void test_counter_wrap_zero_copy(void **state)
     ep_routing_t rt = ep_routing_default();
     rt.full = 1;
     ep_run_alloc(&run, &t, &em_case);
-    ep_run_zero_copy(&run, ALL_RANKS_ZC, ALL_RANKS_ZC); /* in place, combines pulled */
+    ep_run_zero_copy(&run, 0, ALL_RANKS_ZC); /* the caller's buffers, combines pulled */
     ep_alloc_arm();
     ep_run_fill(&run, &rt);
     ep_run_create(&run);
@@ -271,7 +273,20 @@ static void test_counter_wrap_zero_copy(void **state)
     assert_int_equal(s.board_first.count, (unsigned)(iterations * send_grid) - below);
     assert_int_equal(s.signal_first.count, (unsigned)(iterations * recv_grid) - below);
     assert_int_equal(s.unpack_arrive.count, s.unpack_arrive.base);
-    assert_int_equal(s.unpack_arrive.count - unpack_from, 0u);
+    assert_int_equal(s.unpack_arrive.count - unpack_from, (unsigned)(iterations * g->blocks));
+    const ncclx_ep_dev_state_t before = s;
+    ep_run_zero_copy(&run, ALL_RANKS_ZC, ALL_RANKS_ZC); /* in place */
+    for (int i = 0; i < in_place; i++) {
+        iterate(&run);
+    }
+    s = read_state(&t, 0);
+    assert_int_equal(s.board_first.count, before.board_first.count);
+    assert_int_equal(s.board_first.base, before.board_first.base);
+    assert_int_equal(s.unpack_arrive.count, before.unpack_arrive.count);
+    assert_int_equal(s.unpack_arrive.base, before.unpack_arrive.base);
+    assert_int_equal(s.signal_first.count, s.signal_first.base);
+    assert_int_equal(s.signal_first.count - before.signal_first.count,
+                     (unsigned)(in_place * recv_grid));
     finish(&run, "counter wrap, zero copy, one rank");
     ep_team_close(&t);
 }
