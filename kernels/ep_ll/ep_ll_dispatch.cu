@@ -598,28 +598,32 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             warp_copy_to(payload, src, begin, end, lane);
         }
     }
+    // A team of one receiving in its send elects no last block: what receive_own writes depends
+    // on no other block's work, and the next kernel of the stream reads it only after this grid
+    // has ended, so block 0 writes it, without the election's ticket and system-scope fence.
+    if (a.recv_in_send) {
+        if (blockIdx.x == 0) {
+            receive_own(g, h, a, view, op);
+        }
+        return;
+    }
     // A rank evicted while it sent signals nothing: its peers have masked it already.  Remote
     // ranks are signalled by the network kernel, after their puts.
     if (last_block(&g.state->dispatch_arrive)) {
-        if (a.recv_in_send) {
-            receive_own(g, h, a, view, op);
-        } else {
-            if (!block_self_out(g)) {
-                signal_destinations(g, h, a, view, op);
+        if (!block_self_out(g)) {
+            signal_destinations(g, h, a, view, op);
+        }
+        // A dispatch that receives at once waits here, in the one block left, instead of in a
+        // kernel of its own: one launch less on the path of every dispatch.  A group with a
+        // mask takes the view again, as the wait kernel would take it after the send (an
+        // eviction meanwhile counts); without one the view changes only when the group halts,
+        // which the wait checks by itself (unmasked_wait_goes_on): one round trip less.
+        if (a.wait_in_send) {
+            __syncthreads();
+            if (g.inactive != nullptr) {
+                load_live_view(g, view, true);
             }
-            // A dispatch that receives at once waits here, in the one block left, instead of in
-            // a kernel of its own: one launch less on the path of every dispatch.  A group with
-            // a mask takes the view again, as the wait kernel would take it after the send (an
-            // eviction meanwhile counts); without one the view changes only when the group
-            // halts, which the wait checks by itself (unmasked_wait_goes_on): one round trip
-            // less.
-            if (a.wait_in_send) {
-                __syncthreads();
-                if (g.inactive != nullptr) {
-                    load_live_view(g, view, true);
-                }
-                wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
-            }
+            wait_sources(g, h, a, view, op, (int)threadIdx.x, (int)blockDim.x);
         }
         // The other blocks have ended and the sources are in: the copy (early_recv) may have
         // its blocks scheduled now, spread over the idle SMs.  Not before the wait: while a
