@@ -386,7 +386,8 @@ __device__ __forceinline__ void record_own_message(const ncclx_ep_ll_group_desc_
     }
 }
 
-// A team of one receiving in its send (recv_in_send), its last block: what it sent itself is all
+// A team of one receiving in its send (recv_in_send), the block that ends the operation (see the
+// send kernel's end): what it sent itself is all
 // it receives, so the receive's answers come from its handle, with no signal to itself and no
 // wait for it (nothing else reads a team of one's signal; a later operation that does waits for
 // its own tag): the messages (recv_count, and rank-major out_counts), expert-major each local
@@ -598,11 +599,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             warp_copy_to(payload, src, begin, end, lane);
         }
     }
-    // A team of one receiving in its send elects no last block: what receive_own writes depends
-    // on no other block's work, and the next kernel of the stream reads it only after this grid
-    // has ended, so block 0 writes it, without the election's ticket and system-scope fence.
+    // A team of one receiving in its send: what receive_own writes depends on no other block's
+    // work, and the next kernel of the stream reads it only after this grid has ended.  A grid of
+    // one block therefore ends the operation without the election's system-scope fences.  A
+    // larger grid keeps the election: the operation may end only once every block has taken its
+    // sequence number (begin_op), and a block can start after block 0 has finished (SMs held by
+    // other streams), when it would take the next operation's number, parity and tag.
     if (a.recv_in_send) {
-        if (blockIdx.x == 0) {
+        if (gridDim.x == 1 || last_block(&g.state->dispatch_arrive)) {
             receive_own(g, h, a, view, op);
         }
         return;
