@@ -275,6 +275,7 @@ cudaError_t ncclx_ep_ll_launch_clear_error(const ncclx_ep_ll_group_desc_t *g, un
 /* Load each file's kernels now (EP's room calls them at init, lib/ep/ep_groups.c). */
 cudaError_t ncclx_ep_ll_route_load(void);
 cudaError_t ncclx_ep_ll_dispatch_load(void);
+cudaError_t ncclx_ep_ll_dispatch_recv_load(void);
 cudaError_t ncclx_ep_ll_combine_load(void);
 cudaError_t ncclx_ep_ll_mask_load(void);
 cudaError_t ncclx_ep_ll_net_load(void);

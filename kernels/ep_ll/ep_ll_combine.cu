@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                         ncclx_ep_ll_combine_desc_t a)
 {
     __shared__ LiveView view;
-    // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch.cu, RecvPlan).
+    // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch_recv.cu, RecvPlan).
     extern __shared__ int list_smem[];
     int *count = list_smem, *start = list_smem + g.ranks;
     const Op op = op_begin(&g.state->combine_seq);

@@ -160,9 +160,10 @@ static ncclxResult_t ncclx_ep_groups_bind(struct ncclxContext *ctx)
 static cudaError_t ncclx_ep_kernels_load(void)
 {
     cudaError_t (*const loaders[])(void) = {
-        ncclx_ep_ll_route_load, ncclx_ep_ll_dispatch_load, ncclx_ep_ll_combine_load,
-        ncclx_ep_ll_mask_load,  ncclx_ep_ll_net_load,      ncclx_ep_ht_route_load,
-        ncclx_ep_ht_rows_load,  ncclx_ep_ht_data_load,     ncclx_ep_ht_net_load};
+        ncclx_ep_ll_route_load,   ncclx_ep_ll_dispatch_load, ncclx_ep_ll_dispatch_recv_load,
+        ncclx_ep_ll_combine_load, ncclx_ep_ll_mask_load,     ncclx_ep_ll_net_load,
+        ncclx_ep_ht_route_load,   ncclx_ep_ht_rows_load,     ncclx_ep_ht_data_load,
+        ncclx_ep_ht_net_load};
     cudaError_t err = cudaSuccess;
     for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]) && err == cudaSuccess; i++) {
         err = loaders[i]();

@@ -468,7 +468,7 @@ static void test_signal_in_recv(void **state)
     }
 }
 
-/* The grids the dispatch launchers cut to their work (kernels/ep_ll/ep_ll_dispatch.cu,
+/* The grids the dispatch launchers cut to their work (kernels/ep_ll/ep_ll_dispatch*.cu,
  * grid_for_units), without a GPU.  The send: a block per 4 (token, 4 KB chunk) units, so a
  * decode step of one token of 7168 BF16 elements (4 chunks) is one block, whose first- and
  * last-block elections then take no ticket (kernels/common/dev_sync.cuh); at most the group's
