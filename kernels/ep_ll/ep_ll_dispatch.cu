@@ -411,15 +411,21 @@ constexpr int kMaxWays = (int)(kChunkBytes / kShareBytes);
 // Warps of the FP8 send's grid per (token, chunk) unit.  A grid cut to its units
 // (kSendUnitsPerBlock a block) or a batch smaller than the group's grid leaves most warps without
 // a unit; they then split each unit's bytes, so that a chunk is quantized by several warps at
-// once instead of by one warp step after step.  Each warp works out the same routing (loads that
-// hit in L1 after the first warp's) and stores its share to every destination.  The BF16 copy
+// once instead of by one warp step after step.  Each warp works out the same routing and stores
+// its share to every destination.  A power of two (1, 2 or 4), so that the chunk's whole-KiB
+// shares are equal: 3 ways would round each share up to 2 KiB, leaving the third warp of every
+// full chunk a routing and no bytes.  The BF16 copy
 // keeps one warp a unit: its chain is the routing's round trips and the chunk's load, which more
 // warps do not shorten (a split of its destinations over the spare warps measured +2.3% at 128
 // tokens on one rank), and a split's offsets cost its loop spill stores (36 -> 44 bytes).
 __host__ __device__ __forceinline__ int send_ways(int units, int warps)
 {
     const int spare = units > 0 ? warps / units : 1;
-    return spare < 1 ? 1 : (spare > kMaxWays ? kMaxWays : spare);
+    int ways = 1;
+    while (ways * 2 <= spare && ways * 2 <= kMaxWays) {
+        ways *= 2;
+    }
+    return ways;
 }
 
 // kFp8: the kernel of the FP8 recipe.  Each recipe's copy loop gets a kernel of its own, so that

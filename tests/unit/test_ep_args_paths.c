@@ -400,8 +400,8 @@ static void test_recv_in_send(void **state)
             f.group.desc.early_launch = alone;
             for (int r = 0; r < 3; r++) {
                 for (uint32_t send_only = 0; send_only < 2; send_only++) {
-                    for (int in_place = 0; in_place < 4;
-                         in_place++) { /* bit 0 rows, bit 1 scales */
+                    /* in_place: bit 0 the rows, bit 1 the scales */
+                    for (int in_place = 0; in_place < 4; in_place++) {
                         ncclxEpDispatchArgs_t a = valid_dispatch(&f, recipes[r]);
                         const int scaled = recipes[r] != NONE;
                         const int rows_in = in_place & 1, scales_in = !scaled || (in_place & 2);
@@ -490,13 +490,16 @@ static void test_grids(void **state)
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4, 4096), 1);
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 5, 4096), 2);
     assert_int_equal(ncclx_ep_ll_dispatch_send_blocks(g, 4096, row), 264);
-    /* Warps the units leave spare split each unit's bytes, at most 4 (1 KiB shares), in the
+    /* Warps the units leave spare split each unit's bytes, at most 4 (1 KiB shares) and a power
+     * of two (equal whole-KiB shares: 3 ways would leave a warp of every chunk nothing), in the
      * FP8 send; the BF16 copy keeps one warp a unit. */
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 128, row, 0), 1);
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 1, row, 1), 4);   /* 4 units, 16 warps */
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 128, row, 1), 4); /* 512 units, 128 blocks */
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 300, row, 1),
-                     3); /* 1200 units, 4224 warps */
+                     2); /* 1200 units, 4224 warps: 3 to spare */
+    assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 700, row, 1),
+                     1); /* 2800 units: 1 to spare */
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 4096, row, 1),
                      1); /* more units than warps */
     assert_int_equal(ncclx_ep_ll_dispatch_send_ways(g, 0, row, 1), 1);
