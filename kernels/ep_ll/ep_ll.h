@@ -219,7 +219,7 @@ int ncclx_ep_ll_dispatch_send_blocks(const ncclx_ep_ll_group_desc_t *g, int num_
                                      size_t row_bytes);
 
 /** Warps of that grid per (token, chunk) unit, each moving a share of the chunk's bytes to every
- *  destination: with fp8 (the FP8 recipe's send) the warps the units leave spare, 1 .. 4 (1 KiB
+ *  destination: with fp8 (the FP8 recipe's send) the warps the units leave spare, 1, 2 or 4 (1 KiB
  *  shares of a 4 KiB chunk); otherwise 1. */
 int ncclx_ep_ll_dispatch_send_ways(const ncclx_ep_ll_group_desc_t *g, int num_tokens,
                                    size_t row_bytes, int fp8);
