@@ -469,8 +469,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const size_t in_row = a.row_bytes, poff = payload_offset(g);
     const int chunks = (int)((in_row + kChunkBytes - 1) / kChunkBytes);
     const int units = h.num_tokens * chunks, ways = kFp8 ? send_ways(units, warps) : 1;
-    // Each of a unit's warps takes `share` bytes of its chunk (whole kShareBytes steps).
-    const size_t share = ((kChunkBytes / ways + kShareBytes - 1) / kShareBytes) * kShareBytes;
+    // Each of a unit's warps takes `share` bytes of its chunk: whole kShareBytes steps, ways
+    // being a power of two no larger than kMaxWays.
+    const size_t share = kChunkBytes / ways;
     const int warp = unit_warp((long long)units * ways, warps);
     for (int v = warp; v < units * ways; v += warps) {
         const int u = v / ways, part = v % ways;
