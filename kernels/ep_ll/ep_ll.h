@@ -182,6 +182,9 @@ typedef struct {
     int signal_in_recv; /* pull on a rank alone on its GPU, not send_only and not reduce_in_send:
                            no send kernel; the receive's first block signals, then every block
                            waits and reduces (one kernel per combine; early_recv is 0) */
+    int reduce_own;     /* pull in a team of one, reduce_in_send or signal_in_recv: its own rows
+                           are all it receives, so it signals itself nothing and waits for
+                           nothing (its one source is in its view or nothing is) */
 } ncclx_ep_ll_combine_desc_t;
 
 /** Validates topk_idx ([num_tokens, K], int32 or int64) into the handle and routes it. */

@@ -269,7 +269,13 @@ reduce_tokens(const ncclx_ep_ll_group_desc_t &g, const ncclx_ep_ll_handle_desc_t
         from.arrived.bits[w] = from.pulled.bits[w] = 0;
     }
     __syncthreads();
-    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+    // A team of one reducing its own rows (reduce_own) has sent itself no signal: its one source
+    // counts, pulled, when it is in the view (as its own signal would have said).
+    const bool own = kPull != kPullNone && a.reduce_own;
+    if (own && threadIdx.x == 0 && view.has(g.rank)) {
+        from.arrived.bits[g.rank >> 5] = from.pulled.bits[g.rank >> 5] = 1u << (g.rank & 31);
+    }
+    for (int s = threadIdx.x; !own && s < g.ranks; s += blockDim.x) {
         const int count = wait_source(g, kCombineDir, s, op, a.op, view.has(s));
         if (count >= 0) {
             atomicOr(&from.arrived.bits[s >> 5], 1u << (s & 31));
@@ -337,6 +343,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                         ncclx_ep_ll_combine_desc_t a)
 {
     __shared__ LiveView view;
+    __shared__ CombineSources from; // kReduce: the sources the reduce counts
     // [R] counts and [R + 1] starts, sized for the group (see ep_ll_dispatch_recv.cu, RecvPlan).
     extern __shared__ int list_smem[];
     int *count = list_smem, *start = list_smem + g.ranks;
@@ -405,23 +412,29 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                                  begin, end, lane, stop);
         }
     }
-    if (last_block(&g.state->combine_arrive)) {
+    // A team of one reducing its own rows (reduce_own: it pulls, so its send is one block that
+    // stored no row): nothing to signal or to wait for, so no election and none of its fences.
+    const bool own = kReduce && kZeroCopy && a.reduce_own;
+    if (own || last_block(&g.state->combine_arrive)) {
         // The other blocks have ended: the receive (early_recv) may have its blocks scheduled
         // now, spread over the idle SMs (a trigger at every block's start let them take the
         // first SMs the copy freed, two to an SM: the 32-token combine of one rank was 4.6%
         // slower on one H100).
-        allow_early_launch();
-        signal_combine(g, a, view, op, kZeroCopy && a.pull ? kCombinePulled : 0);
-        progress_end(g);
+        if (!own) {
+            allow_early_launch();
+            signal_combine(g, a, view, op, kZeroCopy && a.pull ? kCombinePulled : 0);
+            progress_end(g);
+        }
         // A small combine that receives at once waits and reduces here, in the one block left,
         // instead of in a kernel of its own (a launch and a grid-wide last-block election less
         // on the path of a decode step).  The view is taken again, as the receive kernel would
         // take it after the send; a block reduces NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units in two
         // steps of its warps.
         if (kReduce) {
-            __shared__ CombineSources from;
             __syncthreads();
-            load_live_view(g, view, true);
+            if (!own) {
+                load_live_view(g, view, true);
+            }
             reduce_tokens<kZeroCopy ? kPullEither : kPullNone>(
                 g, h, a, view, from, op, (int)threadIdx.x / kWarpSize, kWarps);
             __syncthreads();
@@ -447,13 +460,18 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->combine_seq);
     // A pulled combine of a rank alone on its GPU has no send kernel: this rank's signal (its
     // rows are where its experts wrote them) comes from the first block, before it waits.
-    if (kPull != kPullNone && a.signal_in_recv && first_block(&g.state->signal_first)) {
+    // A team of one reducing its own rows (reduce_own) signals itself nothing.
+    const bool own = kPull != kPullNone && a.reduce_own;
+    if (kPull != kPullNone && a.signal_in_recv && !own && first_block(&g.state->signal_first)) {
         signal_combine(g, a, view, op, kCombinePulled);
     }
     // The grid is cut to the units, so blocks first: a block's warps share a token's routing.
     reduce_tokens<kPull>(g, h, a, view, from, op, blockIdx.x * kWarps + threadIdx.x / kWarpSize,
                          gridDim.x * kWarps);
-    if (last_block(&g.state->reduce_arrive) && threadIdx.x == 0) {
+    // reduce_own: out is read by later kernels of this stream only (last_block_local).
+    const bool last =
+        own ? last_block_local(&g.state->reduce_arrive) : last_block(&g.state->reduce_arrive);
+    if (last && threadIdx.x == 0) {
         op_end(&g.state->combine_seq, op);
     }
 }

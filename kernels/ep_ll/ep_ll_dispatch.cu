@@ -517,13 +517,14 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         }
     }
     // A team of one receiving in its send: what receive_own writes depends on no other block's
-    // work, and the next kernel of the stream reads it only after this grid has ended.  A grid of
-    // one block therefore ends the operation without the election's system-scope fences.  A
-    // larger grid keeps the election: the operation may end only once every block has taken its
-    // sequence number (begin_op), and a block can start after block 0 has finished (SMs held by
-    // other streams), when it would take the next operation's number, parity and tag.
+    // work, and the next kernel of the stream reads it only after this grid has ended, so the
+    // block that ends the operation is elected without system-scope fences (last_block_local;
+    // a grid of one block is its own).  An election still: the operation may end only once every
+    // block has taken its sequence number (begin_op), and a block can start after block 0 has
+    // finished (SMs held by other streams), when it would take the next operation's number,
+    // parity and tag.
     if (a.recv_in_send) {
-        if (gridDim.x == 1 || last_block(&g.state->dispatch_arrive)) {
+        if (last_block_local(&g.state->dispatch_arrive)) {
             receive_own(g, h, a, view, op);
         }
         return;

@@ -414,6 +414,9 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
         d.signal_in_recv = 1;
         d.early_recv = 0;
     }
+    /* A team of one that pulls and receives at once reduces its own rows as they lie: the
+     * signal to itself and the wait for it were a third of a 1-token combine's chain. */
+    d.reduce_own = d.pull && h->group->desc.ranks == 1 && (d.reduce_in_send || d.signal_in_recv);
     *out = d;
     return ncclxSuccess;
 }

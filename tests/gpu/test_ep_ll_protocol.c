@@ -222,16 +222,17 @@ static void test_counter_wrap_one_rank(void **state)
 }
 
 /* A zero-copy team of one on a real communicator (a rank alone on its GPU: a pulled combine is one
- * receive kernel whose first block signals, signal_in_recv), the first-block counters preset
- * below the wrap too.  First into the caller's buffers: the send posts its board from the block
- * it elects (board_in_send), and the receive copies the rows with the group's grid.  Every launch
- * elects one first block (count and base settle together): the send's counter moves by the
- * send's grid, the combine receive's by its grid and the dispatch receive's last-block counter by
- * the group's grid per iteration.  Then in place: a team of one receiving in its send
- * (recv_in_send) posts no board, elects no poster and launches no receive, so the board counter
- * and the receive's stay where they are, while the send's last-block counter (the operation
- * ends only after every block has taken its sequence number) and the combine's go on.  Results stay
- * exact. */
+ * receive kernel, signal_in_recv, which reduces this rank's own rows as they lie, reduce_own),
+ * the election counters preset below the wrap.  First into the caller's buffers: the send posts
+ * its board from the block it elects (board_in_send), and the receive copies the rows with the
+ * group's grid.  Every launch elects one block (count and base settle together): the send's
+ * first-block counter moves by the send's grid, the dispatch receive's last-block counter by the
+ * group's grid and the combine receive's (last_block_local) by its grid per iteration; the
+ * combine's first-block counter stays where it is (a team of one signals itself nothing).  Then
+ * in place: a team of one receiving in its send (recv_in_send) posts no board, elects no poster
+ * and launches no receive, so the board counter and the receive's stay where they are, while the
+ * send's last-block counter (the operation ends only after every block has taken its sequence
+ * number) and the combine's go on.  Results stay exact. */
 static void test_counter_wrap_zero_copy(void **state)
 {
     const uint32_t hidden = 4096, tokens = 256;
@@ -264,6 +265,7 @@ static void test_counter_wrap_zero_copy(void **state)
     ncclx_ep_dev_state_t s = read_state(&t, 0);
     s.board_first.count = s.board_first.base = 0u - below;
     s.signal_first.count = s.signal_first.base = 0u - below;
+    s.reduce_arrive.count = s.reduce_arrive.base = 0u - (unsigned)(recv_grid + 3);
     const unsigned unpack_from = s.unpack_arrive.count;
     write_state(&t, 0, &s);
     for (int i = 0; i < iterations; i++) {
@@ -271,9 +273,11 @@ static void test_counter_wrap_zero_copy(void **state)
     }
     s = read_state(&t, 0);
     assert_int_equal(s.board_first.count, s.board_first.base);
-    assert_int_equal(s.signal_first.count, s.signal_first.base);
     assert_int_equal(s.board_first.count, (unsigned)(iterations * send_grid) - below);
-    assert_int_equal(s.signal_first.count, (unsigned)(iterations * recv_grid) - below);
+    assert_int_equal(s.signal_first.count, 0u - below);
+    assert_int_equal(s.signal_first.base, 0u - below);
+    assert_int_equal(s.reduce_arrive.count, s.reduce_arrive.base);
+    assert_int_equal(s.reduce_arrive.count, (unsigned)((iterations - 1) * recv_grid - 3));
     assert_int_equal(s.unpack_arrive.count, s.unpack_arrive.base);
     assert_int_equal(s.unpack_arrive.count - unpack_from, (unsigned)(iterations * g->blocks));
     const ncclx_ep_dev_state_t before = s;
@@ -289,8 +293,10 @@ static void test_counter_wrap_zero_copy(void **state)
     assert_int_equal(s.dispatch_arrive.count, s.dispatch_arrive.base);
     assert_int_equal(s.dispatch_arrive.count - before.dispatch_arrive.count,
                      (unsigned)(in_place * send_grid));
-    assert_int_equal(s.signal_first.count, s.signal_first.base);
-    assert_int_equal(s.signal_first.count - before.signal_first.count,
+    assert_int_equal(s.signal_first.count, before.signal_first.count);
+    assert_int_equal(s.signal_first.base, before.signal_first.base);
+    assert_int_equal(s.reduce_arrive.count, s.reduce_arrive.base);
+    assert_int_equal(s.reduce_arrive.count - before.reduce_arrive.count,
                      (unsigned)(in_place * recv_grid));
     finish(&run, "counter wrap, zero copy, one rank");
     ep_team_close(&t);

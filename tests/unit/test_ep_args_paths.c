@@ -4,9 +4,9 @@
  * Which kernels a valid LL dispatch or combine takes (lib/ep/ep_ll_args.c), on the fixture of
  * ep_ll_args_fixture.h, without a GPU: the dispatch's wait in the send's last block, the small
  * combine reduced there, the receive launched early, the zero-copy dispatch (in place or
- * with one more copy, and its refusals, its boards in the send), and the pulled combine's signal
- * from its receive; and the dispatch's grids, cut to its work.  The argument checks themselves
- * are tests/unit/test_ep_args.c.
+ * with one more copy, and its refusals, its boards in the send), the pulled combine's signal
+ * from its receive, a team of one's reduce of its own rows; and the dispatch's grids, cut to
+ * its work.  The argument checks themselves are tests/unit/test_ep_args.c.
  */
 #include "ep_ll_args_fixture.h"
 
@@ -468,6 +468,52 @@ static void test_signal_in_recv(void **state)
     }
 }
 
+/* A pulled combine of a team of one that receives at once (reduced in its send, or signalled by
+ * its receive) reduces its own rows as they lie (reduce_own): no signal to itself, no wait.  Not
+ * in a team of two, not send_only, not for a combine that sends its rows (the caller's
+ * expert_out), not across load/store domains, and not for a receive that is not launched at once
+ * (a loopback team of one has no early_launch: its large combine keeps the send's signal). */
+static void test_reduce_own(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ll_combine_desc_t c;
+    make_zero_copy_fixture(&f, 1032); /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+    for (uint32_t ranks = 1; ranks <= 2; ranks++) {
+        f.group.desc.ranks = ranks;
+        for (int alone = 0; alone < 2; alone++) {
+            f.group.desc.early_launch = alone;
+            for (uint32_t send_only = 0; send_only < 2; send_only++) {
+                for (int tokens = 6; tokens <= 7; tokens++) {
+                    for (int pulled = 0; pulled < 2; pulled++) {
+                        f.handle.desc.num_tokens = tokens;
+                        ncclxEpCombineArgs_t a = valid_combine(&f);
+                        a.send_only = send_only;
+                        a.expert_out.shape[2] = a.out.shape[1] = 1032;
+                        a.expert_out.data = pulled ? PTR(20) : PTR(11);
+                        memset(&c, 0x5a, sizeof(c));
+                        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+                        const int at_once = !send_only && (tokens == 6 || alone);
+                        assert_int_equal(c.reduce_own, ranks == 1 && pulled && at_once);
+                    }
+                }
+            }
+        }
+    }
+    /* A network: the receive waits for what crossed it. */
+    f.group.desc.ranks = 1;
+    f.group.desc.early_launch = 1;
+    f.handle.desc.num_tokens = 6;
+    ncclxEpCombineArgs_t a = valid_combine(&f);
+    a.expert_out.shape[2] = a.out.shape[1] = 1032;
+    a.expert_out.data = PTR(20);
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+    assert_int_equal(c.reduce_own, 1);
+    f.group.desc.net.kind = NCCLX_NET_EMULATED;
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+    assert_int_equal(c.reduce_own, 0);
+}
+
 /* The grids the dispatch launchers cut to their work (kernels/ep_ll/ep_ll_dispatch*.cu,
  * grid_for_units), without a GPU.  The send: a block per 4 (token, 4 KB chunk) units, so a
  * decode step of one token of 7168 BF16 elements (4 chunks) is one block, whose first- and
@@ -531,15 +577,11 @@ static void test_grids(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wait_in_send),
-        cmocka_unit_test(test_reduce_in_send),
-        cmocka_unit_test(test_early_recv),
-        cmocka_unit_test(test_zero_copy),
-        cmocka_unit_test(test_zero_copy_combine),
-        cmocka_unit_test(test_signal_in_recv),
-        cmocka_unit_test(test_board_in_send),
-        cmocka_unit_test(test_recv_in_send),
-        cmocka_unit_test(test_grids),
+        cmocka_unit_test(test_wait_in_send),      cmocka_unit_test(test_reduce_in_send),
+        cmocka_unit_test(test_early_recv),        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_zero_copy_combine), cmocka_unit_test(test_signal_in_recv),
+        cmocka_unit_test(test_reduce_own),        cmocka_unit_test(test_board_in_send),
+        cmocka_unit_test(test_recv_in_send),      cmocka_unit_test(test_grids),
     };
     return cmocka_run_group_tests_name("ep_args_paths", tests, NULL, NULL);
 }
