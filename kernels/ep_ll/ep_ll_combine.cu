@@ -412,8 +412,9 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
                                  begin, end, lane, stop);
         }
     }
-    // A team of one reducing its own rows (reduce_own: it pulls, so its send is one block that
-    // stored no row): nothing to signal or to wait for, so no election and none of its fences.
+    // A team of one reducing its own rows (reduce_own: it pulls, so its send stores no row):
+    // nothing to signal or to wait for, so every block reduces at once, one unit a warp (the
+    // launcher's grid), and the block elected last with GPU-scope fences ends the operation.
     const bool own = kReduce && kZeroCopy && a.reduce_own;
     if (own || last_block(&g.state->combine_arrive)) {
         // The other blocks have ended: the receive (early_recv) may have its blocks scheduled
@@ -435,10 +436,12 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
             if (!own) {
                 load_live_view(g, view, true);
             }
+            const int first = own ? (int)blockIdx.x * kWarps : 0;
             reduce_tokens<kZeroCopy ? kPullEither : kPullNone>(
-                g, h, a, view, from, op, (int)threadIdx.x / kWarpSize, kWarps);
+                g, h, a, view, from, op, first + (int)threadIdx.x / kWarpSize,
+                own ? (int)gridDim.x * kWarps : kWarps);
             __syncthreads();
-            if (threadIdx.x == 0) {
+            if ((!own || last_block_local(&g.state->combine_arrive)) && threadIdx.x == 0) {
                 op_end(&g.state->combine_seq, op);
             }
         }
@@ -488,8 +491,13 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
         return cudaSuccess; // the receive's first block signals
     }
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
-    // A pulled combine's send only signals: one block.
-    const int blocks = a->pull ? 1 : g->blocks;
+    // A pulled combine's send only signals: one block; one that reduces its own rows
+    // (reduce_own), a warp for each of its at most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units.
+    const size_t units =
+        (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
+    const int blocks = a->reduce_own ? ncclx::grid_for_units(g, units, ncclx::kWarps)
+                       : a->pull     ? 1
+                                     : g->blocks;
     using Kernel =
         void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);
     const Kernel kernels[2][2] = {

@@ -302,19 +302,17 @@ static void test_counter_wrap_zero_copy(void **state)
     ep_team_close(&t);
 }
 
-/* A zero-copy rank alone on its GPU with a batch of 4 tokens of 2048 BF16 elements: every kernel
- * of an iteration is a grid of one block (the send cut to its 4 units, which also receives, as a
- * team of one receiving in place does, and the pulled combine's send that reduces its 32 units;
- * the receive counter is preset too, and must stay where it is), and a grid of one block
- * takes no ticket: its first and last block are itself (dev_sync.cuh).  No counter moves, from
- * just below the wrap, and results stay exact. */
-static void test_one_block_grids(void **state)
+/* A zero-copy rank alone on its GPU, in place, its combines pulled, with a batch of `tokens`
+ * tokens of 2048 BF16 elements (8 reduce units each), the election counters preset just below
+ * the wrap.  Three iterations (every rank full); each counter must end at its preset plus
+ * moves[i] per iteration, count and base together, and results stay exact. */
+static void run_small_batch_counters(uint32_t tokens, const unsigned moves[5], const char *what)
 {
-    const uint32_t hidden = 2048, tokens = 4;
+    const uint32_t hidden = 2048;
+    const int iterations = 3;
     ep_team_t t;
     ep_run_t run;
-    (void)state;
-    ep_rng_reset("one_block_grids");
+    ep_rng_reset(what);
     ep_team_plan(&t, 8, 6, hidden, tokens);
     t.group_plan.layouts = EM;
     t.group_plan.zero_copy = 1;
@@ -339,18 +337,40 @@ static void test_one_block_grids(void **state)
         counters[i]->count = counters[i]->base = 0u - 1u;
     }
     write_state(&t, 0, &s);
-    for (int i = 0; i < 3; i++) {
-        iterate(&run); /* every rank full: 4 tokens */
+    for (int i = 0; i < iterations; i++) {
+        iterate(&run);
     }
     s = read_state(&t, 0);
     for (int i = 0; i < 5; i++) {
-        if (counters[i]->count != 0u - 1u || counters[i]->base != 0u - 1u) {
-            fail_msg("counter %d moved to %u (base %u) in one-block launches", i,
-                     counters[i]->count, counters[i]->base);
+        const unsigned want = 0u - 1u + (unsigned)iterations * moves[i];
+        if (counters[i]->count != want || counters[i]->base != want) {
+            fail_msg("%s: counter %d at %u (base %u), expected %u", what, i, counters[i]->count,
+                     counters[i]->base, want);
         }
     }
-    finish(&run, "one-block grids");
+    finish(&run, what);
     ep_team_close(&t);
+}
+
+/* 2 tokens: every kernel of an iteration is a grid of one block (the send cut to its 2 units,
+ * which also receives, as a team of one receiving in place does, and the pulled combine's send
+ * that reduces its own 16 units, a warp each), and a grid of one block takes no ticket: its
+ * first and last block are itself (dev_sync.cuh).  No counter moves. */
+static void test_one_block_grids(void **state)
+{
+    static const unsigned none[5] = {0, 0, 0, 0, 0};
+    (void)state;
+    run_small_batch_counters(2, none, "one-block grids");
+}
+
+/* 4 tokens: the pulled combine that reduces its own 32 units (reduce_own) is a grid of two
+ * blocks, a warp a unit, whose last block, elected on the send's counter, ends the operation:
+ * that counter moves by 2 an iteration, across the wrap, and nothing else moves. */
+static void test_own_reduce_grid(void **state)
+{
+    static const unsigned combine_send_only[5] = {0, 0, 0, 2, 0};
+    (void)state;
+    run_small_batch_counters(4, combine_send_only, "own reduce over two blocks");
 }
 
 /* ---- sequence tag 0 ---- */
@@ -608,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_counter_wrap_one_rank),
         cmocka_unit_test(test_counter_wrap_zero_copy),
         cmocka_unit_test(test_one_block_grids),
+        cmocka_unit_test(test_own_reduce_grid),
         cmocka_unit_test(test_sequence_tag_never_zero),
         cmocka_unit_test(test_mismatched_topk),
         cmocka_unit_test(test_mismatched_scales),
