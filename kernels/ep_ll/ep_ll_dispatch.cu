@@ -416,8 +416,9 @@ constexpr int kMaxWays = (int)(kChunkBytes / kShareBytes);
 // shares are equal: 3 ways would round each share up to 2 KiB, leaving the third warp of every
 // full chunk a routing and no bytes.  The BF16 copy
 // keeps one warp a unit: its chain is the routing's round trips and the chunk's load, which more
-// warps do not shorten (a split of its destinations over the spare warps measured +2.3% at 128
-// tokens on one rank), and a split's offsets cost its loop spill stores (36 -> 44 bytes).
+// warps do not shorten (on one rank, one H100, a split of its destinations over the spare warps
+// measured +2.3% at 128 tokens, and this split of its bytes +3.8 to +6.8% at 1 to 128 tokens,
+// its spill stores 32 -> 48 bytes: every share's warp repeats the routing).
 __host__ __device__ __forceinline__ int send_ways(int units, int warps)
 {
     const int spare = units > 0 ? warps / units : 1;
