@@ -157,7 +157,8 @@ typedef struct {
 #define NCCLX_EP_LL_REDUCE_UNIT_ELEMS 256
 /* A combine whose receive has at most this many (token, unit) units (two steps of one block's
  * warps: a token of hidden 7168, a few of a smaller hidden) may be reduced by the send's last
- * block: see reduce_in_send. */
+ * block (a team of one reducing its own rows: by the send's grid of at most two blocks, a warp
+ * a unit): see reduce_in_send. */
 #define NCCLX_EP_LL_REDUCE_IN_SEND_UNITS 32
 
 typedef struct {

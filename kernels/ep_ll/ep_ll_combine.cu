@@ -430,7 +430,8 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         // instead of in a kernel of its own (a launch and a grid-wide last-block election less
         // on the path of a decode step).  The view is taken again, as the receive kernel would
         // take it after the send; a block reduces NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units in two
-        // steps of its warps.
+        // steps of its warps.  reduce_own: every block of the grid reduces, a warp a unit, with
+        // the view it took at its start (a team of one's mask changes only in stream order).
         if (kReduce) {
             __syncthreads();
             if (!own) {
@@ -495,9 +496,10 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
     // (reduce_own), a warp for each of its at most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units.
     const size_t units =
         (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
-    const int blocks = a->reduce_own ? ncclx::grid_for_units(g, units, ncclx::kWarps)
-                       : a->pull     ? 1
-                                     : g->blocks;
+    const int blocks = a->reduce_own && a->reduce_in_send
+                           ? ncclx::grid_for_units(g, units, ncclx::kWarps)
+                       : a->pull ? 1
+                                 : g->blocks;
     using Kernel =
         void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);
     const Kernel kernels[2][2] = {

@@ -395,8 +395,8 @@ ncclxResult_t ncclx_ep_combine_desc(const ncclx_ep_handle_t *h, const ncclxEpCom
     /* The dispatch's word too: a peer that dropped this rank's messages sends no rows back. */
     d.op = ncclx_ep_combine_op_word(h->pending_dispatch.op, (uint32_t)a->expert_out.dtype);
     /* A small combine that receives at once is reduced by the send's last block (one launch
-     * less); only up to what one block reduces in two steps of its warps: a larger one takes its
-     * own grid. */
+     * less; reduce_own below: by the send's grid, a warp a unit); only up to what one block
+     * reduces in two steps of its warps: a larger one takes its own grid. */
     const uint64_t units =
         (uint64_t)h->desc.num_tokens *
         ((p->hidden + NCCLX_EP_LL_REDUCE_UNIT_ELEMS - 1) / NCCLX_EP_LL_REDUCE_UNIT_ELEMS);

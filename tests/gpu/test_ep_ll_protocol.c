@@ -298,6 +298,8 @@ static void test_counter_wrap_zero_copy(void **state)
     assert_int_equal(s.reduce_arrive.count, s.reduce_arrive.base);
     assert_int_equal(s.reduce_arrive.count - before.reduce_arrive.count,
                      (unsigned)(in_place * recv_grid));
+    assert_true(s.dispatch_seq - before.dispatch_seq == (unsigned long long)in_place);
+    assert_true(s.combine_seq - before.combine_seq == (unsigned long long)in_place);
     finish(&run, "counter wrap, zero copy, one rank");
     ep_team_close(&t);
 }
@@ -337,10 +339,15 @@ static void run_small_batch_counters(uint32_t tokens, const unsigned moves[5], c
         counters[i]->count = counters[i]->base = 0u - 1u;
     }
     write_state(&t, 0, &s);
+    const ncclx_ep_dev_state_t before = s;
     for (int i = 0; i < iterations; i++) {
         iterate(&run);
     }
     s = read_state(&t, 0);
+    /* Each operation ended once: the results of a team of one in place do not depend on its
+     * sequence numbers, so only these say that one block, and one only, ended each. */
+    assert_true(s.dispatch_seq - before.dispatch_seq == (unsigned long long)iterations);
+    assert_true(s.combine_seq - before.combine_seq == (unsigned long long)iterations);
     for (int i = 0; i < 5; i++) {
         const unsigned want = 0u - 1u + (unsigned)iterations * moves[i];
         if (counters[i]->count != want || counters[i]->base != want) {
