@@ -350,12 +350,17 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     const Op op = op_begin(&g.state->combine_seq);
     progress_begin(g, op); // before this block's first look at the evicted word
     load_live_view(g, view);
-    // The messages of the handle's dispatch, as one list (a source out of view sends nothing).
-    for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
-        count[s] = view.has(s) ? h.recv_count[s] : 0;
+    // The messages of the handle's dispatch, as one list (a source out of view sends nothing);
+    // a pulled combine stores none of them: one that reduces in the send skips the round trip
+    // for their counts (in the others the branch cost 4 bytes of spill stores in the copy loop).
+    const bool pull = kZeroCopy && a.pull;
+    if (!(kReduce && pull)) {
+        for (int s = threadIdx.x; s < g.ranks; s += blockDim.x) {
+            count[s] = view.has(s) ? h.recv_count[s] : 0;
+        }
+        __syncthreads();
+        source_starts(count, start, g.ranks);
     }
-    __syncthreads();
-    source_starts(count, start, g.ranks);
     const int parity = op.parity, T = g.max_tokens, K = h.topk, lane = threadIdx.x % kWarpSize;
     const int warps = gridDim.x * kWarps;
     const size_t row = (size_t)g.hidden * dtype_bytes(a.dtype);
@@ -370,7 +375,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     // part p taking the message's p-th, (p + split)-th, ... rows, so that several rows' loads
     // are in flight at once instead of one row after another.
     // A pulled combine (a.pull) stores no row: its rows stay where the expert wrote them.
-    const int units = kZeroCopy && a.pull ? 0 : start[g.ranks] * chunks;
+    const int units = pull ? 0 : start[g.ranks] * chunks;
     const int split = h.expert_major ? max(1, min(K, warps / max(units, 1))) : 1;
     const int warp = unit_warp((long long)units * split, warps);
     for (int u = warp; going && u < units * split; u += warps) {
