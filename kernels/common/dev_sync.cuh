@@ -40,6 +40,27 @@ template <typename T> __device__ __forceinline__ T load_volatile(const T *p)
     return *reinterpret_cast<const volatile T *>(p);
 }
 
+// Thread 0 of a block: the block's arrival at a grid's arrive counter, and its place among the
+// launch's arrivals (0 the first, gridDim.x - 1 the last).  The counter may hold any value and
+// wrap; base is where this launch started, read before the block arrives and moved by the last
+// arrival to where the next launch starts.  kSystem: the fence between the two orders the
+// block's earlier writes system-wide (last_block), else on this GPU.
+template <bool kSystem> __device__ __forceinline__ unsigned arrive_place(ncclx_ep_arrive_t *arrive)
+{
+    const unsigned base = load_volatile(&arrive->base);
+    if (kSystem) {
+        __threadfence_system();
+    } else {
+        __threadfence();
+    }
+    const unsigned ticket = atomicAdd(&arrive->count, 1u);
+    const unsigned place = ticket - base;
+    if (place == gridDim.x - 1) {
+        *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
+    }
+    return place;
+}
+
 // True in exactly one block of the grid: the last to arrive (after every block's writes are
 // visible system-wide).  The counter may hold any value and wrap; base is where this launch
 // started, so the election holds for any grid size and any number of launches.  A grid of one
@@ -60,15 +81,7 @@ __device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
         return true;
     }
     if (threadIdx.x == 0) {
-        // Read before this block arrives: the last block moves base only after every block
-        // of this launch has arrived.
-        const unsigned base = load_volatile(&arrive->base);
-        __threadfence_system();
-        const unsigned ticket = atomicAdd(&arrive->count, 1u);
-        is_last = ticket - base == gridDim.x - 1;
-        if (is_last) {
-            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
-        }
+        is_last = arrive_place<true>(arrive) == gridDim.x - 1;
     }
     __syncthreads();
     if (is_last) {
@@ -91,13 +104,7 @@ __device__ __forceinline__ bool last_block_local(ncclx_ep_arrive_t *arrive)
         return true;
     }
     if (threadIdx.x == 0) {
-        const unsigned base = load_volatile(&arrive->base);
-        __threadfence(); // this block's reads (and the base) before its arrival
-        const unsigned ticket = atomicAdd(&arrive->count, 1u);
-        is_last = ticket - base == gridDim.x - 1;
-        if (is_last) {
-            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
-        }
+        is_last = arrive_place<false>(arrive) == gridDim.x - 1; // this block's reads before it
     }
     __syncthreads();
     if (is_last) {
@@ -120,13 +127,7 @@ __device__ __forceinline__ bool first_block(ncclx_ep_arrive_t *arrive)
         return true;
     }
     if (threadIdx.x == 0) {
-        const unsigned base = load_volatile(&arrive->base);
-        __threadfence(); // the base as this launch found it, read before this block arrives
-        const unsigned ticket = atomicAdd(&arrive->count, 1u);
-        is_first = ticket == base;
-        if (ticket - base == gridDim.x - 1) {
-            *reinterpret_cast<volatile unsigned *>(&arrive->base) = ticket + 1;
-        }
+        is_first = arrive_place<false>(arrive) == 0;
     }
     __syncthreads();
     return is_first;

@@ -434,6 +434,26 @@ static void test_recv_in_send(void **state)
     assert_int_equal(d.zero_copy + d.recv_in_send, 0);
 }
 
+/* The hidden size of the pulled-combine fixtures: 5 reduce units a token, so that 6 tokens (30
+ * units) reduce in the send and 7 (35) do not. */
+#define PULL_HIDDEN 1032
+
+/* The combine descriptor of a valid call on a zero-copy fixture of PULL_HIDDEN: `tokens` tokens,
+ * send_only or not, expert_out the group's zero-copy rows (pulled) or the caller's. */
+static ncclx_ep_ll_combine_desc_t pull_case(fixture_t *f, uint32_t send_only, int tokens,
+                                            int pulled)
+{
+    ncclx_ep_ll_combine_desc_t c;
+    f->handle.desc.num_tokens = tokens;
+    ncclxEpCombineArgs_t a = valid_combine(f);
+    a.send_only = send_only;
+    a.expert_out.shape[2] = a.out.shape[1] = PULL_HIDDEN;
+    a.expert_out.data = pulled ? PTR(20) : PTR(11);
+    memset(&c, 0x5a, sizeof(c));
+    assert_ncclx_ok(ncclx_ep_combine_desc(&f->handle, &a, &c));
+    return c;
+}
+
 /* A pulled combine (expert_out the group's zero-copy rows) has no send kernel exactly where a
  * combine's receive would be launched early: its receive's first block signals (signal_in_recv)
  * and nothing is launched early.  Not on a loopback team of several ranks (no early_launch), not
@@ -443,21 +463,14 @@ static void test_signal_in_recv(void **state)
 {
     (void)state;
     fixture_t f;
-    ncclx_ep_ll_combine_desc_t c;
-    make_zero_copy_fixture(&f, 1032); /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+    make_zero_copy_fixture(&f, PULL_HIDDEN);
     f.group.desc.ranks = R;
     for (int alone = 0; alone < 2; alone++) {
         f.group.desc.early_launch = alone;
         for (uint32_t send_only = 0; send_only < 2; send_only++) {
             for (int tokens = 6; tokens <= 7; tokens++) {
                 for (int pulled = 0; pulled < 2; pulled++) {
-                    f.handle.desc.num_tokens = tokens;
-                    ncclxEpCombineArgs_t a = valid_combine(&f);
-                    a.send_only = send_only;
-                    a.expert_out.shape[2] = a.out.shape[1] = 1032;
-                    a.expert_out.data = pulled ? PTR(20) : PTR(11);
-                    memset(&c, 0x5a, sizeof(c));
-                    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+                    const ncclx_ep_ll_combine_desc_t c = pull_case(&f, send_only, tokens, pulled);
                     const int large = !send_only && tokens == 7;
                     assert_int_equal(c.pull, pulled);
                     assert_int_equal(c.signal_in_recv, alone && large && pulled);
@@ -477,8 +490,7 @@ static void test_reduce_own(void **state)
 {
     (void)state;
     fixture_t f;
-    ncclx_ep_ll_combine_desc_t c;
-    make_zero_copy_fixture(&f, 1032); /* 5 units a token: 6 tokens reduce in the send, 7 do not */
+    make_zero_copy_fixture(&f, PULL_HIDDEN);
     for (uint32_t ranks = 1; ranks <= 2; ranks++) {
         f.group.desc.ranks = ranks;
         for (int alone = 0; alone < 2; alone++) {
@@ -486,13 +498,8 @@ static void test_reduce_own(void **state)
             for (uint32_t send_only = 0; send_only < 2; send_only++) {
                 for (int tokens = 6; tokens <= 7; tokens++) {
                     for (int pulled = 0; pulled < 2; pulled++) {
-                        f.handle.desc.num_tokens = tokens;
-                        ncclxEpCombineArgs_t a = valid_combine(&f);
-                        a.send_only = send_only;
-                        a.expert_out.shape[2] = a.out.shape[1] = 1032;
-                        a.expert_out.data = pulled ? PTR(20) : PTR(11);
-                        memset(&c, 0x5a, sizeof(c));
-                        assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
+                        const ncclx_ep_ll_combine_desc_t c =
+                            pull_case(&f, send_only, tokens, pulled);
                         const int at_once = !send_only && (tokens == 6 || alone);
                         assert_int_equal(c.reduce_own, ranks == 1 && pulled && at_once);
                     }
@@ -503,15 +510,9 @@ static void test_reduce_own(void **state)
     /* A network: the receive waits for what crossed it. */
     f.group.desc.ranks = 1;
     f.group.desc.early_launch = 1;
-    f.handle.desc.num_tokens = 6;
-    ncclxEpCombineArgs_t a = valid_combine(&f);
-    a.expert_out.shape[2] = a.out.shape[1] = 1032;
-    a.expert_out.data = PTR(20);
-    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-    assert_int_equal(c.reduce_own, 1);
+    assert_int_equal(pull_case(&f, 0, 6, 1).reduce_own, 1);
     f.group.desc.net.kind = NCCLX_NET_EMULATED;
-    assert_ncclx_ok(ncclx_ep_combine_desc(&f.handle, &a, &c));
-    assert_int_equal(c.reduce_own, 0);
+    assert_int_equal(pull_case(&f, 0, 6, 1).reduce_own, 0);
 }
 
 /* The grids the dispatch launchers cut to their work (kernels/ep_ll/ep_ll_dispatch*.cu,
