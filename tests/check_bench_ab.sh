@@ -5,7 +5,8 @@
 # tools/bench_ab.sh without a GPU: two stand-in builds whose ncclx-bench writes known rows
 # check that every row runs on both builds, alternating, the given number of rounds; that the
 # summary pairs each (row, operation, tokens), averages the rounds, gives their spread and flags
-# a slower new row ("noise?" when the rounds' ranges overlap); that --report writes the same
+# a slower new row ("noise?" when the rounds' ranges overlap); that it names each build's source
+# and calls a base of the new build's source an A/A run; that --report writes the same
 # summary again from the CSVs alone; and that a failed run, a row with wrong elements and bad
 # arguments fail the script.
 set -u
@@ -49,6 +50,8 @@ for t in $list; do
     echo "ncclx-bench,\"loopback 8, one GPU\",$t,dispatch,$d,$w" >>"$csv"
     echo "ncclx-bench,\"loopback 8, one GPU\",$t,combine,$c,$w" >>"$csv"
 done
+if [ "$side" = base ]; then src=${SOURCE_BASE:-}; else src=${SOURCE_NEW:-}; fi
+[ -n "$src" ] && echo "# source: $src"
 echo "a table"
 STUB
     chmod +x "$tmp/$side/tools/ncclx-bench"
@@ -117,6 +120,25 @@ rm -rf "$tmp/logs"
 NEW_COMBINE_US=101.00 AB_SLOWER_PCT=0.5 run --rows "$tmp/rows" --rounds 1 ||
     no "a clean run failed: $(cat "$tmp/out")"
 grep -q slower "$tmp/logs/summary.txt" || no "a 1% change not flagged at AB_SLOWER_PCT=0.5"
+
+# Each build's source in the summary, from its bench's "# source:" line; none is "unknown"
+# (a bench older than that line); the same source on both sides is said to be an A/A run.
+grep -q '^# base source: unknown$' "$tmp/logs/summary.txt" ||
+    no "a bench without a source line is not 'unknown': $(cat "$tmp/logs/summary.txt")"
+rm -rf "$tmp/logs"
+SOURCE_BASE="git 111 sources aaa" SOURCE_NEW="git 222 sources bbb" run --rows "$tmp/one_row" \
+    --rounds 1 || no "a run with sources failed: $(cat "$tmp/out")"
+grep -q '^# base source: git 111 sources aaa$' "$tmp/logs/summary.txt" &&
+    grep -q '^# new source:  git 222 sources bbb$' "$tmp/logs/summary.txt" ||
+    no "the builds' sources are not in the summary: $(cat "$tmp/logs/summary.txt")"
+grep -q 'A/A' "$tmp/out" && no "two different sources called an A/A run: $(cat "$tmp/out")"
+rm -rf "$tmp/logs"
+SOURCE_BASE="git - sources ccc" SOURCE_NEW="git - sources ccc" run --rows "$tmp/one_row" \
+    --rounds 1 || no "an A/A run failed (it is reported, not failed): $(cat "$tmp/out")"
+grep -q '^# both builds are of the same source: an A/A run' "$tmp/logs/summary.txt" ||
+    no "an A/A run is not said in the summary: $(cat "$tmp/logs/summary.txt")"
+grep -q 'warning: both builds are of the same source (git - sources ccc)' "$tmp/out" ||
+    no "an A/A run is not warned about: $(cat "$tmp/out")"
 
 # Failures: a run that fails, wrong elements.
 rm -rf "$tmp/logs"

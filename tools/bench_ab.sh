@@ -21,13 +21,15 @@
 #   --report    run nothing: write LOG_DIR's summary again from its CSVs (every row whose
 #               CSVs are there, by name, unless --rows names them); no GPU needed
 #
-# summary.txt (also printed): per row, operation and token count, each build's time (the mean
-# of its rounds' medians), the change in percent, the spread (the larger of the two builds'
-# (slowest - fastest) / mean over their rounds, in percent), and a flag where the new build is
-# more than AB_SLOWER_PCT percent (default 2) slower: "slower" when even its fastest round is
-# slower than the base's slowest, "noise?" when the rounds' ranges overlap (the change is
-# within the run-to-run spread; more rounds tell).  Exits 1 if a run fails or a --check row
-# counts wrong elements, 2 on bad arguments, 0 otherwise: a slower row is reported, not failed.
+# summary.txt (also printed): each build's source (the "# source:" line of its bench's header,
+# tools/source_id.sh; a note when both are the same source, an A/A run); per row, operation
+# and token count, each build's time (the mean of its rounds' medians), the change in percent,
+# the spread (the larger of the two builds' (slowest - fastest) / mean over their rounds, in
+# percent), and a flag where the new build is more than AB_SLOWER_PCT percent (default 2)
+# slower: "slower" when even its fastest round is slower than the base's slowest, "noise?"
+# when the rounds' ranges overlap (the change is within the run-to-run spread; more rounds
+# tell).  Exits 1 if a run fails or a --check row counts wrong elements, 2 on bad arguments,
+# 0 otherwise: a slower row, or an A/A run, is reported, not failed.
 set -uo pipefail
 prog=${0##*/}
 die() {
@@ -51,7 +53,7 @@ while (($#)); do
             shift
             ;;
         -h | --help)
-            sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '5,32p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*) die "unknown option '$1' (try --help)" ;;
@@ -133,7 +135,30 @@ if ((report && ${#names[@]} == 0)); then
     done
     ((${#names[@]} > 0)) || die "no NAME.base.csv in '$logs'"
 fi
-python3 - "$logs" "$slower_pct" "${names[@]}" >"$logs/summary.txt" <<'PY' || status=1
+# Each build's source, as its bench's header names it (tools/source_id.sh; "unknown" for a
+# bench older than that line): a base built from the same source as the new build makes the A/B
+# an A/A run, which the summary says (a stale base build would otherwise pass for a baseline).
+source_of() {
+    local f
+    for f in "$logs"/*."$1".*.log; do
+        [[ -e $f ]] || continue
+        sed -n 's/^# source: //p' "$f" | head -n 1
+        return
+    done
+}
+base_source=$(source_of base)
+new_source=$(source_of new)
+{
+    printf '# base source: %s\n' "${base_source:-unknown}"
+    printf '# new source:  %s\n' "${new_source:-unknown}"
+    if [[ -n $base_source && $base_source == "$new_source" ]]; then
+        printf '# both builds are of the same source: an A/A run, every change is noise\n'
+    fi
+} >"$logs/summary.txt"
+if [[ -n $base_source && $base_source == "$new_source" ]]; then
+    echo "$prog: warning: both builds are of the same source ($new_source): an A/A run" >&2
+fi
+python3 - "$logs" "$slower_pct" "${names[@]}" >>"$logs/summary.txt" <<'PY' || status=1
 import csv, os, sys
 
 logs, slower_pct, names = sys.argv[1], float(sys.argv[2]), sys.argv[3:]

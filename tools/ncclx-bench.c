@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "no_gpu.h"
+#include "source_id.h" /* generated at make: NCCLX_SOURCE_ID (tools/source_id.sh) */
 
 static void usage(FILE *out)
 {
@@ -448,6 +449,7 @@ static int print_header(const bench_team_t *t)
     printf("# libncclx %d.%d.%d, NCCL %d.%d.%d, CUDA runtime %d.%d\n", v.ncclx / 10000,
            v.ncclx / 100 % 100, v.ncclx % 100, v.nccl / 10000, v.nccl / 100 % 100, v.nccl % 100,
            v.cuda_runtime / 1000, v.cuda_runtime % 1000 / 10);
+    printf("# source: %s\n", NCCLX_SOURCE_ID);
     printf("# GPU %d: %s, %d SMs, %.1f GiB\n", t->cuda_device, prop.name, prop.multiProcessorCount,
            (double)prop.totalGlobalMem / (1024.0 * 1024 * 1024));
     if (o->comm) {
