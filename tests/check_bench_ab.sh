@@ -6,9 +6,9 @@
 # check that every row runs on both builds, alternating, the given number of rounds; that the
 # summary pairs each (row, operation, tokens), averages the rounds, gives their spread and flags
 # a slower new row ("noise?" when the rounds' ranges overlap); that it names each build's source
-# and calls a base of the new build's source an A/A run; that --report writes the same
-# summary again from the CSVs alone; and that a failed run, a row with wrong elements and bad
-# arguments fail the script.
+# (from its own rows' logs) and calls two builds of the same code an A/A run; that --report
+# writes the same summary again from the CSVs alone; and that a failed run, a row with wrong
+# elements and bad arguments fail the script.
 set -u
 script="$top_srcdir/tools/bench_ab.sh"
 tmp=$(mktemp -d)
@@ -132,13 +132,22 @@ grep -q '^# base source: git 111 sources aaa$' "$tmp/logs/summary.txt" &&
     grep -q '^# new source:  git 222 sources bbb$' "$tmp/logs/summary.txt" ||
     no "the builds' sources are not in the summary: $(cat "$tmp/logs/summary.txt")"
 grep -q 'A/A' "$tmp/out" && no "two different sources called an A/A run: $(cat "$tmp/out")"
+# The same code, one side an archive ("git -"), the other its commit: an A/A run.
 rm -rf "$tmp/logs"
-SOURCE_BASE="git - sources ccc" SOURCE_NEW="git - sources ccc" run --rows "$tmp/one_row" \
+SOURCE_BASE="git - sources ccc" SOURCE_NEW="git 333 sources ccc" run --rows "$tmp/one_row" \
     --rounds 1 || no "an A/A run failed (it is reported, not failed): $(cat "$tmp/out")"
-grep -q '^# both builds are of the same source: an A/A run' "$tmp/logs/summary.txt" ||
+grep -q '^# both builds are of the same code: an A/A run' "$tmp/logs/summary.txt" ||
     no "an A/A run is not said in the summary: $(cat "$tmp/logs/summary.txt")"
-grep -q 'warning: both builds are of the same source (git - sources ccc)' "$tmp/out" ||
+grep -q 'warning: both builds are of the same code (sources ccc)' "$tmp/out" ||
     no "an A/A run is not warned about: $(cat "$tmp/out")"
+# A log from another run in the folder is not read (only this summary's rows), and a log whose
+# run failed before its header does not hide the others' line.
+printf '# source: git 999 sources zzz\n' >"$tmp/logs/other_row.base.1.log"
+printf 'failed early\n' >"$tmp/logs/graph_check.base.0.log"
+bash "$script" --report "$tmp/logs" --rows "$tmp/one_row" >"$tmp/out" 2>&1 ||
+    no "--report over a folder with other logs failed: $(cat "$tmp/out")"
+grep -q '^# base source: git - sources ccc$' "$tmp/logs/summary.txt" ||
+    no "the base's source was not taken from its own rows' logs: $(cat "$tmp/logs/summary.txt")"
 
 # Failures: a run that fails, wrong elements.
 rm -rf "$tmp/logs"

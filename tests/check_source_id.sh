@@ -5,9 +5,10 @@
 # tools/source_id.sh, which names the source in the benches' headers: two trees of the same code
 # get the same digest, with or without git; a changed byte, a renamed file or a new source file
 # changes it; what a build writes into an in-tree build (tools/source_id.h, Makefile.in,
-# include/ncclx/version.h) does not; with the build's manifest, a file changed without a newer
-# time is touched (and only such a file); a git work tree gives its commit, "+" once a tracked
-# file differs from it, and a tree outside git "git -".  Also this build's bench header line.
+# include/ncclx/version.h) does not; with the build's manifest, a changed file is touched (one
+# changed without a newer time named, and --strict then stops); a git work tree gives its
+# commit, "+" once a tracked file differs from it, a tree outside git "git -".  Also this
+# build's bench header line.
 set -u
 script="$top_srcdir/tools/source_id.sh"
 tmp=$(mktemp -d)
@@ -60,16 +61,36 @@ id_m "$tmp/a" >/dev/null || no "a run with a manifest failed: $(cat "$tmp/err")"
 [ "$tmp/a/lib/f.c" -nt "$tmp/a/Makefile.am" ] || no "an old-dated changed source was not touched"
 grep -q 'lib/f.c changed without a newer time: touched' "$tmp/err" ||
     no "the touched source is not named: $(cat "$tmp/err")"
-grep -q 'kernels/k.cu' "$tmp/err" && no "a source with a newer time was touched: $(cat "$tmp/err")"
+grep -q 'kernels/k.cu' "$tmp/err" && no "a source with a newer time was named: $(cat "$tmp/err")"
 grep -q 'Makefile.am' "$tmp/err" && no "an unchanged file was touched: $(cat "$tmp/err")"
+[ "$tmp/a/lib/f.c" -nt "$tmp/a/Makefile.am" ] || no "Makefile.am, unchanged, was touched"
 id_m "$tmp/a" >/dev/null
 [ -s "$tmp/err" ] && no "a second run over the same tree touched again: $(cat "$tmp/err")"
+# --strict (a make of single targets, which has read the times already): exit 3 after touching
+# such a file, 0 when every change has a newer time.
+touch -t 200101010000 "$tmp/manifest"
 cp "$tmp/b/lib/f.c" "$tmp/a/lib/f.c"
+touch -t 200001010000 "$tmp/a/lib/f.c"
+sh "$script" --strict "$tmp/a" "$tmp/manifest" >/dev/null 2>"$tmp/err"
+[ $? -eq 3 ] || no "--strict did not stop after touching a stale source: $(cat "$tmp/err")"
+grep -q 'run make again' "$tmp/err" || no "--strict does not say to run make again: $(cat "$tmp/err")"
 cp "$tmp/b/kernels/k.cu" "$tmp/a/kernels/k.cu"
+sh "$script" --strict "$tmp/a" "$tmp/manifest" >/dev/null 2>"$tmp/err" ||
+    no "--strict stopped over a change with a newer time: $(cat "$tmp/err")"
+[ "$(digest "$tmp/a")" = "$d" ] || no "the tree put back does not give its digest back"
+# examples, tests and m4 count too (make compiles them; m4 holds the compiler's flags).
+mkdir -p "$tmp/b/tests" "$tmp/b/m4"
+printf 'int t;\n' >"$tmp/b/tests/t.c"
+[ "$(digest "$tmp/b")" != "$d" ] || no "a test source kept the digest"
+rm "$tmp/b/tests/t.c"
+printf 'dnl flags\n' >"$tmp/b/m4/x.m4"
+[ "$(digest "$tmp/b")" != "$d" ] || no "an m4 file kept the digest"
+rm "$tmp/b/m4/x.m4"
 # A git work tree: its commit, then "+" once a tracked file changes; the digest as without git.
 if command -v git >/dev/null 2>&1; then
     (cd "$tmp/b" && git init -q && git add lib kernels configure.ac Makefile.am &&
-        git -c user.name=t -c user.email=t@t commit -qm t) || no "git init failed"
+        git -c user.name=t -c user.email=t@t -c commit.gpgsign=false -c core.hooksPath=/dev/null \
+            commit -qm t) || no "git init failed"
     rev=$(cd "$tmp/b" && git rev-parse --short=12 HEAD)
     [ "$(id "$tmp/b")" = "git $rev sources $d" ] || no "a clean work tree: $(id "$tmp/b"), expected git $rev"
     printf '/* x */\n' >>"$tmp/b/lib/f.c"

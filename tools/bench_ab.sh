@@ -22,7 +22,7 @@
 #               CSVs are there, by name, unless --rows names them); no GPU needed
 #
 # summary.txt (also printed): each build's source (the "# source:" line of its bench's header,
-# tools/source_id.sh; a note when both are the same source, an A/A run); per row, operation
+# tools/source_id.sh; a note when both are the same code, an A/A run); per row, operation
 # and token count, each build's time (the mean of its rounds' medians), the change in percent,
 # the spread (the larger of the two builds' (slowest - fastest) / mean over their rounds, in
 # percent), and a flag where the new build is more than AB_SLOWER_PCT percent (default 2)
@@ -135,28 +135,45 @@ if ((report && ${#names[@]} == 0)); then
     done
     ((${#names[@]} > 0)) || die "no NAME.base.csv in '$logs'"
 fi
-# Each build's source, as its bench's header names it (tools/source_id.sh; "unknown" for a
-# bench older than that line): a base built from the same source as the new build makes the A/B
-# an A/A run, which the summary says (a stale base build would otherwise pass for a baseline).
+# Each build's source, as its bench's header names it (tools/source_id.sh), from the logs of
+# this summary's rows ("unknown" where none has the line: a bench older than it, or runs that
+# failed first; "mixed: ..." where they differ).  Two builds of the same code (the same digest,
+# whatever git says: a `git archive` base is "git -") make the A/B an A/A run, which the
+# summary says: every change in it is noise.
 source_of() {
-    local f
-    for f in "$logs"/*."$1".*.log; do
-        [[ -e $f ]] || continue
-        sed -n 's/^# source: //p' "$f" | head -n 1
-        return
+    local name f line seen=""
+    for name in "${names[@]}"; do
+        for f in "$logs/$name.$1".*.log; do
+            [[ -e $f ]] || continue
+            line=$(sed -n 's/^# source: //p' "$f" | head -n 1)
+            [[ -n $line ]] || continue
+            if [[ -z $seen ]]; then
+                seen=$line
+            elif [[ $line != "$seen" ]]; then
+                printf 'mixed: %s; %s' "$seen" "$line"
+                return
+            fi
+        done
     done
+    printf '%s' "$seen"
 }
 base_source=$(source_of base)
 new_source=$(source_of new)
+same_code=0
+if [[ $base_source == *" sources "* && $new_source == *" sources "* &&
+    ${base_source##* sources } == "${new_source##* sources }" &&
+    ${new_source##* sources } != unknown ]]; then
+    same_code=1
+fi
 {
     printf '# base source: %s\n' "${base_source:-unknown}"
     printf '# new source:  %s\n' "${new_source:-unknown}"
-    if [[ -n $base_source && $base_source == "$new_source" ]]; then
-        printf '# both builds are of the same source: an A/A run, every change is noise\n'
+    if ((same_code)); then
+        printf '# both builds are of the same code: an A/A run, every change is noise\n'
     fi
 } >"$logs/summary.txt"
-if [[ -n $base_source && $base_source == "$new_source" ]]; then
-    echo "$prog: warning: both builds are of the same source ($new_source): an A/A run" >&2
+if ((same_code)); then
+    echo "$prog: warning: both builds are of the same code (sources ${new_source##* sources }): an A/A run" >&2
 fi
 python3 - "$logs" "$slower_pct" "${names[@]}" >>"$logs/summary.txt" <<'PY' || status=1
 import csv, os, sys

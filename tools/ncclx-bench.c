@@ -17,7 +17,7 @@
 
 #include "bench.h"
 #include "no_gpu.h"
-#include "source_id.h" /* generated at make: NCCLX_SOURCE_ID (tools/source_id.sh) */
+#include "tools/source_id.h" /* the build folder's, made at make: NCCLX_SOURCE_ID (source_id.sh) */
 
 static void usage(FILE *out)
 {
