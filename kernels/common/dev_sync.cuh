@@ -61,56 +61,52 @@ template <bool kSystem> __device__ __forceinline__ unsigned arrive_place(ncclx_e
     return place;
 }
 
-// True in exactly one block of the grid: the last to arrive (after every block's writes are
-// visible system-wide).  The counter may hold any value and wrap; base is where this launch
-// started, so the election holds for any grid size and any number of launches.  A grid of one
-// block (a small batch: the LL kernels cut their grids to their work) is its own last block:
-// no ticket, so two round trips to L2 less on its path, and the counter stays where it is (count
-// equals base between launches, which is all a later launch needs); it keeps the election's
-// fences, in the same places.
-__device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
+// True in exactly one block of the grid: the last to arrive.  The counter may hold any value and
+// wrap; base is where this launch started, so the election holds for any grid size and any
+// number of launches.  Every block calls it once per launch.
+// kSystem (last_block): every block's writes are visible system-wide before the winner goes on,
+// for what peers and the network read after its signal.  Otherwise (last_block_local: a grid
+// whose writes only later kernels of its stream read, a team of one ending an operation in
+// place; those see every block's writes once the grid has ended) GPU-scope fences only, which
+// order each block's reads of the operation's state (its sequence number) before the winner
+// moves it: at 128 tokens the send of a one-rank dispatch spent about a sixth of its stall
+// samples in the system-scope election.
+// A grid of one block (a small batch: the LL kernels cut their grids to their work) is its own
+// last block: no ticket, so two round trips to L2 less on its path, and the counter stays where
+// it is (count equals base between launches, which is all a later launch needs); with kSystem
+// it keeps the election's fences, in the same places.
+template <bool kSystem> __device__ __forceinline__ bool last_block_at(ncclx_ep_arrive_t *arrive)
 {
     __shared__ bool is_last;
     __syncthreads();
     if (gridDim.x == 1) {
-        if (threadIdx.x == 0) {
-            __threadfence_system();
+        if (kSystem) {
+            if (threadIdx.x == 0) {
+                __threadfence_system();
+            }
+            __syncthreads();
+            __threadfence();
         }
-        __syncthreads();
-        __threadfence();
         return true;
     }
     if (threadIdx.x == 0) {
-        is_last = arrive_place<true>(arrive) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (is_last) {
-        __threadfence();
-    }
-    return is_last;
-}
-
-// last_block for a grid whose writes only later kernels of its stream read (a team of one
-// ending an operation in place): those see every block's writes once the grid has ended, so the
-// election only has to order each block's reads of the operation's state (its sequence number)
-// before the winner moves it.  GPU-scope fences, no system-scope one: at 128 tokens the send of
-// a one-rank dispatch spent about a sixth of its stall samples in last_block's election.
-// Every block calls it once per launch, on the counter of last_block (the same base), any grid.
-__device__ __forceinline__ bool last_block_local(ncclx_ep_arrive_t *arrive)
-{
-    __shared__ bool is_last;
-    __syncthreads();
-    if (gridDim.x == 1) {
-        return true;
-    }
-    if (threadIdx.x == 0) {
-        is_last = arrive_place<false>(arrive) == gridDim.x - 1; // this block's reads before it
+        is_last = arrive_place<kSystem>(arrive) == gridDim.x - 1;
     }
     __syncthreads();
     if (is_last) {
         __threadfence(); // every other block's arrival before what the winner writes
     }
     return is_last;
+}
+
+__device__ __forceinline__ bool last_block(ncclx_ep_arrive_t *arrive)
+{
+    return last_block_at<true>(arrive);
+}
+
+__device__ __forceinline__ bool last_block_local(ncclx_ep_arrive_t *arrive)
+{
+    return last_block_at<false>(arrive);
 }
 
 // True in exactly one block of the grid: the first to arrive.  A kernel whose blocks wait for

@@ -428,7 +428,7 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
         // slower on one H100).
         if (!own) {
             allow_early_launch();
-            signal_combine(g, a, view, op, kZeroCopy && a.pull ? kCombinePulled : 0);
+            signal_combine(g, a, view, op, pull ? kCombinePulled : 0);
             progress_end(g);
         }
         // A small combine that receives at once waits and reduces here, in the one block left,
@@ -485,6 +485,13 @@ __global__ void __launch_bounds__(NCCLX_EP_THREADS, 2)
     }
 }
 
+// The handle's (token, 256-element chunk) reduce units: a warp each in the receive, and in a
+// send that reduces its own rows (reduce_own).
+inline size_t reduce_units(const ncclx_ep_ll_group_desc_t *g, const ncclx_ep_ll_handle_desc_t *h)
+{
+    return (size_t)h->num_tokens * ((g->hidden + kElemsPerWarp - 1) / kElemsPerWarp);
+}
+
 } // namespace
 } // namespace ncclx
 
@@ -499,10 +506,8 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_d
     const size_t smem = (2 * (size_t)g->ranks + 1) * sizeof(int);
     // A pulled combine's send only signals: one block; one that reduces its own rows
     // (reduce_own), a warp for each of its at most NCCLX_EP_LL_REDUCE_IN_SEND_UNITS units.
-    const size_t units =
-        (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
     const int blocks = a->reduce_own && a->reduce_in_send
-                           ? ncclx::grid_for_units(g, units, ncclx::kWarps)
+                           ? ncclx::grid_for_units(g, ncclx::reduce_units(g, h), ncclx::kWarps)
                        : a->pull ? 1
                                  : g->blocks;
     using Kernel =
@@ -534,9 +539,7 @@ extern "C" cudaError_t ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_d
         }
     }
     // No more blocks than the handle's (token, 256-element chunk) units need (see dispatch send).
-    const size_t units =
-        (size_t)h->num_tokens * ((g->hidden + ncclx::kElemsPerWarp - 1) / ncclx::kElemsPerWarp);
-    const int blocks = ncclx::grid_for_units(g, units, ncclx::kWarps);
+    const int blocks = ncclx::grid_for_units(g, ncclx::reduce_units(g, h), ncclx::kWarps);
     // The receive's instance pulls the handle's layout only (PullRows).
     using Kernel =
         void (*)(ncclx_ep_ll_group_desc_t, ncclx_ep_ll_handle_desc_t, ncclx_ep_ll_combine_desc_t);

@@ -323,13 +323,12 @@ __device__ __forceinline__ void record_own_message(const ncclx_ep_ll_group_desc_
 }
 
 // A team of one receiving in its send (recv_in_send), the block that ends the operation (see the
-// send kernel's end): what it sent itself is all
-// it receives, so the receive's answers come from its handle, with no signal to itself and no
-// wait for it (nothing else reads a team of one's signal; a later operation that does waits for
-// its own tag): the messages (recv_count, and rank-major out_counts), expert-major each local
-// expert's rows (out_counts: its count, within the messages, as the receive plans them); then the
-// operation ends.  A rank out of its view (a group that halted) received nothing, as its wait
-// would have concluded.
+// send kernel's end): what it sent itself is all it receives, so the receive's answers come from
+// its handle, with no signal to itself and no wait for it (nothing else reads a team of one's
+// signal; a later operation that does waits for its own tag): the messages (recv_count, and
+// rank-major out_counts), expert-major each local expert's rows (out_counts: its count, within the
+// messages, as the receive plans them); then the operation ends.  A rank out of its view (a group
+// that halted) received nothing, as its wait would have concluded.
 __device__ __forceinline__ void receive_own(const ncclx_ep_ll_group_desc_t &g,
                                             const ncclx_ep_ll_handle_desc_t &h,
                                             const ncclx_ep_ll_dispatch_desc_t &a,
