@@ -11,7 +11,10 @@ The routing (the sort) is computed once, outside the timed region, as ncclx-benc
 handle outside the timed region.  Times come from CUDA events around each operation (median,
 min, max over the timed iterations), bytes are counted as ncclx-bench counts them (valid
 top-k entries x hidden x element bytes), and the roofline is a device-to-device copy of the
-same bytes timed the same way.  Needs only python3 and torch.
+same bytes timed the same way.  As in ncclx-bench, timed iterations are enqueued in chunks of
+16 behind a gate (a spin kernel, torch.cuda._sleep; tools/gated_timing.py), so the GPU never
+waits for the host's launch inside a timed interval; --no-gate times them as the host launches
+them, the launch included.  Needs only python3 and torch.
 
 --ht is the stand-in for ncclx-bench --algo ht (4096 tokens, 50 + 10 iterations by default):
   dispatch = index_select of the token rows into one row per (token, destination rank) pair,
@@ -32,6 +35,9 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gated_timing import CHUNK, run_gated  # noqa: E402 (next to this script)
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -49,6 +55,9 @@ def parse_args():
     p.add_argument("--sweep", action="store_true", help="tokens 1, 2, 4, ... up to --tokens")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--no-gate", action="store_true",
+                   help="enqueue each timed iteration as the host gets to it (the launch "
+                   "inside the time) instead of in chunks behind a spin kernel")
     p.add_argument("--ht", action="store_true",
                    help="stand-in for ncclx-bench --algo ht: rows per (token, destination rank)")
     p.add_argument("--layout", choices=("flat", "expert"), default=None,
@@ -72,8 +81,29 @@ def parse_args():
     return args
 
 
-def time_op(fn, iters, warmup, graph):
-    """Median, min and max in microseconds of fn, each call between two CUDA events."""
+def make_gate(enabled):
+    """hold(us): a spin of about us microseconds on the current stream, or None (no gate)."""
+    if not enabled:
+        return None
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        sys.exit("torch_baseline: this torch has no torch.cuda._sleep for the gate; "
+                 "run with --no-gate (the host's launches are then inside the times)")
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    cycles = 1 << 20
+    sleep(1000)  # loads the kernel
+    start.record()
+    sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    per_us = cycles / max(start.elapsed_time(end) * 1000.0, 1e-3)
+    return lambda us: sleep(int(us * per_us))
+
+
+def time_op(fn, iters, warmup, graph, gate):
+    """Median, min and max in microseconds of fn, each call between two CUDA events, the timed
+    calls enqueued in chunks behind gate (make_gate; None: as the host launches them)."""
     if graph:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -89,19 +119,21 @@ def time_op(fn, iters, warmup, graph):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     torch.cuda.synchronize()
-    for i in range(iters):
+
+    def enqueue(i):
         starts[i].record()
         fn()
         ends[i].record()
-    torch.cuda.synchronize()
+
+    run_gated(enqueue, iters, gate, torch.cuda.synchronize)
     us = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
     return statistics.median(us), min(us), max(us)
 
 
-def time_copy(nbytes, iters, warmup, device):
+def time_copy(nbytes, iters, warmup, device, gate):
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    return time_op(lambda: dst.copy_(src), iters, warmup, False)[0]
+    return time_op(lambda: dst.copy_(src), iters, warmup, False, gate)[0]
 
 
 def make_inputs(args, tokens, device):
@@ -118,8 +150,8 @@ def time_row(args, nbytes, ops, device):
     """The table's timing columns of dispatch and combine, each with its copy roofline."""
     row = []
     for fn in ops:
-        med, lo, hi = time_op(fn, args.iters, args.warmup, args.graph)
-        copy = time_copy(nbytes, args.iters, args.warmup, device)
+        med, lo, hi = time_op(fn, args.iters, args.warmup, args.graph, args.gate)
+        copy = time_copy(nbytes, args.iters, args.warmup, device, args.gate)
         row += [nbytes, med, lo, hi, nbytes / (med * 1e3), copy / med * 100.0]
     return row
 
@@ -215,7 +247,8 @@ def write_csv(args, r):
             nbytes, med, lo, hi, gbps, roof = cols
             hbm = nbytes + token_bytes  # rows once + tokens once
             pct_hbm = roof * hbm / (2.0 * nbytes) if nbytes else 0.0
-            f.write(f"torch_baseline,PyTorch on one GPU (baseline),1,0,"
+            label = "PyTorch on one GPU (baseline" + ("" if args.gate else ", no gate") + ")"
+            f.write(f"torch_baseline,{label},1,0,"
                     f"{'ht' if args.ht else 'll'},{args.layout if args.ht else 'expert'},fwd,none,"
                     f"{args.dtype},{args.experts},{args.hidden},{args.topk},{int(args.graph)},"
                     f"{tokens},{op},{path},{nbytes},{med:.2f},{lo:.2f},{hi:.2f},{gbps:.2f},"
@@ -229,6 +262,7 @@ def main():
     device = torch.device("cuda", args.device)
     torch.cuda.set_device(device)
     props = torch.cuda.get_device_properties(device)
+    args.gate = make_gate(not args.no_gate)
     flat = args.layout == "flat"
     if args.ht:
         print("# torch_baseline: HT stand-in, index_select dispatch into one row per (token, "
@@ -243,7 +277,9 @@ def main():
     print(f"# experts {args.experts}, hidden {args.hidden}, top-k {args.topk}, "
           f"dtype {args.dtype}, seed {args.seed}{shape}")
     print(f"# {'CUDA graphs' if args.graph else 'eager'}; {args.warmup} warm-up + "
-          f"{args.iters} timed iterations; CUDA events around each operation")
+          f"{args.iters} timed iterations; CUDA events around each operation, "
+          + (f"enqueued in chunks of {CHUNK} behind a gate (a spin kernel), as ncclx-bench"
+             if args.gate else "as the host launches them, with no gate (launch included)"))
     if args.ht:
         print("# bytes: rows x hidden x element bytes, one row per token and destination "
               f"{'rank' if flat else 'expert'}; GB/s = bytes / median; "
