@@ -159,6 +159,26 @@ try:
 except SystemExit as e:
     check("--no-gate" in str(e), "a torch without _sleep is refused, naming --no-gate")
 
+# Its CSV rows parse with the label whole: an ungated row's label holds a comma.
+import csv  # noqa: E402
+import tempfile  # noqa: E402
+
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "torch.csv")
+    args = types.SimpleNamespace(csv=path, gate=None, ht=False, layout="flat", dtype="bf16",
+                                 experts=256, hidden=7168, topk=8, graph=True)
+    baseline.write_csv(args, [128] + [14680064, 10.0, 9.5, 11.0, 1468.0, 50.0] * 2 + [0])
+    args.gate = gate
+    baseline.write_csv(args, [1] + [114688, 3.0, 2.9, 3.1, 38.2, 20.0] * 2 + [0])
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 4 and all(None not in r for r in rows),
+          f"torch_baseline's CSV: 4 rows, no extra column ({len(rows)})")
+    check([r["label"] for r in rows] == ["PyTorch on one GPU (baseline, no gate)"] * 2
+          + ["PyTorch on one GPU (baseline)"] * 2, "torch_baseline's CSV labels say which rows had no gate")
+    check([r["tokens"] for r in rows] == ["128", "128", "1", "1"] and rows[0]["med_us"] == "10.00",
+          "torch_baseline's CSV columns line up with the header")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)

@@ -248,7 +248,7 @@ def write_csv(args, r):
             hbm = nbytes + token_bytes  # rows once + tokens once
             pct_hbm = roof * hbm / (2.0 * nbytes) if nbytes else 0.0
             label = "PyTorch on one GPU (baseline" + ("" if args.gate else ", no gate") + ")"
-            f.write(f"torch_baseline,{label},1,0,"
+            f.write(f'torch_baseline,"{label}",1,0,'  # quoted: ", no gate"
                     f"{'ht' if args.ht else 'll'},{args.layout if args.ht else 'expert'},fwd,none,"
                     f"{args.dtype},{args.experts},{args.hidden},{args.topk},{int(args.graph)},"
                     f"{tokens},{op},{path},{nbytes},{med:.2f},{lo:.2f},{hi:.2f},{gbps:.2f},"
