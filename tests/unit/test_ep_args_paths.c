@@ -209,6 +209,18 @@ static void zero_copy_dispatch_rules(fixture_t *f, void *rows, void *scales, voi
                  "args->tokens lies in the group's zero-copy rows (ncclxEpGroupGetLlBuffers %s",
                  field);
         assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument, why);
+        /* The rows end after the layout's count of them (L x R x T expert-major, R x T
+         * rank-major): their last row is inside, the byte after them is a buffer like any other;
+         * so for the scale rows, which are SC * 4 bytes each, not a token row's. */
+        const size_t n = f->handle.desc.expert_major ? (size_t)L * R * T : (size_t)R * T;
+        a.tokens.data = (char *)rows + (n - 1) * H * 2;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument, why);
+        a.tokens.data = (char *)rows + n * H * 2;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
+        a.tokens.data = (char *)scales + (n - 1) * SC * 4;
+        assert_ncclx_error(ncclx_ep_dispatch_desc(&f->handle, &a, &d), ncclxInvalidArgument, why);
+        a.tokens.data = (char *)scales + n * SC * 4;
+        assert_ncclx_ok(ncclx_ep_dispatch_desc(&f->handle, &a, &d));
         a.tokens.data = PTR(1);
         if (recipes[r] == QUANT) {
             a.scales.data = scales;
@@ -245,7 +257,24 @@ static void test_zero_copy(void **state)
     assert_ncclx_error(ncclxEpGroupGetLlBuffers(&f.group, &b), ncclxInvalidUsage,
                        "was planned without zero_copy");
     f.group.plan.zero_copy = 1;
+    assert_ncclx_error(ncclxEpGroupGetLlBuffers(NULL, &b), ncclxInvalidArgument,
+                       "ncclxEpGroupGetLlBuffers: group is NULL");
+    assert_ncclx_error(ncclxEpGroupGetLlBuffers(&f.group, NULL), ncclxInvalidArgument,
+                       "ncclxEpGroupGetLlBuffers: buffers is NULL");
     zero_copy_dispatch_rules(&f, PTR(20), PTR(21), NULL, ".tokens");
+    /* Scale rows of one byte (QUANT_FWD, UINT8 [N, 1]) are rows like any other: received in
+     * place at the group's scale rows, and refused for a view 16 of them in (still inside the
+     * group's scale rows, whatever the call's own row size). */
+    ncclxEpDispatchArgs_t q = valid_dispatch(&f, QUANT);
+    q.scales = tensor(3, NCCLX_UINT8, 2, N, 1, 0);
+    q.out_scales = out_tensor(&f, 4, NCCLX_UINT8, 1);
+    q.out_scales.data = PTR(21);
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(&f.handle, &q, &d));
+    assert_int_equal(d.scale_bytes, 1);
+    assert_int_equal(d.copy_scales, 0);
+    q.out_scales.data = (char *)PTR(21) + 16;
+    assert_ncclx_error(ncclx_ep_dispatch_desc(&f.handle, &q, &d), ncclxInvalidArgument,
+                       "args->out_scales starts inside the group's zero-copy rows");
     /* Rank-major handles of a group without rank-major rows (its plan's layouts lack
      * RANK_MAJOR: not a handle a real group could make, but the rows are the test), and groups
      * without zero_copy, take the receive area. */

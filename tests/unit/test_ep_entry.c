@@ -5,7 +5,9 @@
  * anything is launched: one table row per refusal of ncclxEpDispatch, ncclxEpCombine,
  * ncclxEpComplete and ncclxEpHandleUpdate, each checking the code, that the message names
  * what failed, and that neither the handle nor the group changed; and the accepting side of an
- * update's token bound.  The fixture is ep_ll_args_fixture.h.
+ * update's token bound; and, with the LL launchers replaced, which kernels a valid call
+ * enqueues and what a failed launch leaves (lib/ep/ep_ll.c).  The fixture is
+ * ep_ll_args_fixture.h.
  */
 #include "ep_ll_args_fixture.h"
 
@@ -24,6 +26,78 @@ cudaError_t __wrap_cudaEventQuery(cudaEvent_t e)
 {
     (void)e;
     return cudaErrorNotReady;
+}
+
+/* The LL launchers, replaced at link time too: each counts its calls, keeps the call descriptor
+ * it was given and returns launch_result (cudaSuccess unless a test makes it fail), so that the
+ * launch choices of lib/ep/ep_ll.c run without a GPU. */
+typedef enum { DISPATCH_SEND, DISPATCH_RECV, COMBINE_SEND, COMBINE_RECV, LAUNCHERS } launcher_t;
+static int launches[LAUNCHERS];
+static const void *launch_desc[LAUNCHERS];
+static cudaError_t launch_result[LAUNCHERS];
+
+static cudaError_t launched(launcher_t which, const void *desc)
+{
+    launches[which]++;
+    launch_desc[which] = desc;
+    return launch_result[which];
+}
+
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream);
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_send(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream)
+{
+    (void)g;
+    (void)h;
+    (void)stream;
+    return launched(DISPATCH_SEND, a);
+}
+cudaError_t __wrap_ncclx_ep_ll_launch_dispatch_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                    const ncclx_ep_ll_handle_desc_t *h,
+                                                    const ncclx_ep_ll_dispatch_desc_t *a,
+                                                    cudaStream_t stream)
+{
+    (void)g;
+    (void)h;
+    (void)stream;
+    return launched(DISPATCH_RECV, a);
+}
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_send(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream)
+{
+    (void)g;
+    (void)h;
+    (void)stream;
+    return launched(COMBINE_SEND, a);
+}
+cudaError_t __wrap_ncclx_ep_ll_launch_combine_recv(const ncclx_ep_ll_group_desc_t *g,
+                                                   const ncclx_ep_ll_handle_desc_t *h,
+                                                   const ncclx_ep_ll_combine_desc_t *a,
+                                                   cudaStream_t stream)
+{
+    (void)g;
+    (void)h;
+    (void)stream;
+    return launched(COMBINE_RECV, a);
 }
 
 /* ---- the entry points' own refusals (lib/ep/ep.c, ep_ll.c), before anything is launched ----
@@ -298,11 +372,129 @@ static void test_update_accepts_t_tokens(void **state)
     }
 }
 
+/* ---- the launches of a valid call (lib/ep/ep_ll.c), with the launchers replaced ---- */
+
+/* Clears the launch counts; `failing`: the launcher that fails (LAUNCHERS: none). */
+static void launchers_reset(launcher_t failing)
+{
+    for (int i = 0; i < LAUNCHERS; i++) {
+        launches[i] = 0;
+        launch_desc[i] = NULL;
+        launch_result[i] = i == (int)failing ? cudaErrorLaunchFailure : cudaSuccess;
+    }
+}
+
+static void assert_launches(int dispatch_send, int dispatch_recv, int combine_send,
+                            int combine_recv)
+{
+    assert_int_equal(launches[DISPATCH_SEND], dispatch_send);
+    assert_int_equal(launches[DISPATCH_RECV], dispatch_recv);
+    assert_int_equal(launches[COMBINE_SEND], combine_send);
+    assert_int_equal(launches[COMBINE_RECV], combine_recv);
+}
+
+/* The handle and group between operations: nothing pending, no send in flight. */
+static void assert_idle(const scene_t *s, int dispatched)
+{
+    assert_int_equal(s->f.handle.pending, NCCLX_EP_PENDING_NONE);
+    assert_null(s->f.group.send_in_flight);
+    assert_int_equal(s->f.handle.dispatched, dispatched);
+}
+
+/* A send enqueued, its receive not: the operation is in flight on the call's stream. */
+static void assert_in_flight(const scene_t *s, ncclx_ep_pending_t what)
+{
+    assert_int_equal(s->f.handle.pending, what);
+    assert_ptr_equal(s->f.group.send_in_flight, &s->f.handle);
+    assert_ptr_equal(s->f.group.send_stream, s->stream);
+}
+
+/*
+ * A dispatch enqueues its send and then its receive, both given the handle's descriptor of this
+ * dispatch (the one ncclx_ep_dispatch_desc fills); send_only leaves the receive to
+ * ncclxEpComplete.  A send that fails to launch leaves nothing in flight and the handle without
+ * a received routing (the new dispatch replaced it); a receive that fails after its send leaves
+ * the operation in flight (its peers wait for it), named in the error, for ncclxEpComplete to
+ * retry.  Combine likewise, with its own launchers, keeping the handle's dispatch.
+ */
+static void test_launches(void **state)
+{
+    (void)state;
+    static scene_t s;
+    ncclx_ep_ll_dispatch_desc_t d;
+    ncclx_ep_ll_combine_desc_t c;
+    make_scene(&s, EM);
+    ncclx_ep_handle_t *h = &s.f.handle;
+    assert_ncclx_ok(ncclx_ep_dispatch_desc(h, &s.da, &d));
+
+    /* A dispatch: send, then receive, of the descriptor the call filled. */
+    launchers_reset(LAUNCHERS);
+    assert_ncclx_ok(ncclxEpDispatch(h, &s.da, s.stream));
+    assert_launches(1, 1, 0, 0);
+    assert_memory_equal(&h->pending_dispatch, &d, sizeof(d));
+    assert_ptr_equal(launch_desc[DISPATCH_SEND], &h->pending_dispatch);
+    assert_ptr_equal(launch_desc[DISPATCH_RECV], &h->pending_dispatch);
+    assert_idle(&s, 1);
+    assert_ptr_equal(s.f.group.last_stream, s.stream);
+
+    /* Its send fails: nothing in flight, and no received routing to combine. */
+    launchers_reset(DISPATCH_SEND);
+    assert_ncclx_error(ncclxEpDispatch(h, &s.da, s.stream), ncclxCudaError,
+                       "ncclx_ep_ll_launch_dispatch_send");
+    assert_launches(1, 0, 0, 0);
+    assert_idle(&s, 0);
+
+    /* Its receive fails: in flight until ncclxEpComplete enqueues it. */
+    launchers_reset(DISPATCH_RECV);
+    assert_ncclx_error(ncclxEpDispatch(h, &s.da, s.stream), ncclxCudaError,
+                       "the receive of handle 0's dispatch failed to launch");
+    assert_launches(1, 1, 0, 0);
+    assert_in_flight(&s, NCCLX_EP_PENDING_DISPATCH);
+    assert_int_equal(h->dispatched, 0);
+    launchers_reset(LAUNCHERS);
+    assert_ncclx_ok(ncclxEpComplete(h, s.stream));
+    assert_launches(0, 1, 0, 0);
+    assert_ptr_equal(launch_desc[DISPATCH_RECV], &h->pending_dispatch);
+    assert_idle(&s, 1);
+
+    /* send_only: the send alone; the receive at ncclxEpComplete. */
+    s.da.send_only = 1;
+    launchers_reset(LAUNCHERS);
+    assert_ncclx_ok(ncclxEpDispatch(h, &s.da, s.stream));
+    assert_launches(1, 0, 0, 0);
+    assert_in_flight(&s, NCCLX_EP_PENDING_DISPATCH);
+    assert_int_equal(h->dispatched, 0);
+    assert_ncclx_ok(ncclxEpComplete(h, s.stream));
+    assert_launches(1, 1, 0, 0);
+    assert_idle(&s, 1);
+
+    /* A combine: its own send and receive, of its descriptor (whose word is the dispatch's);
+     * the dispatch stays. */
+    assert_ncclx_ok(ncclx_ep_combine_desc(h, &s.ca, &c));
+    launchers_reset(LAUNCHERS);
+    assert_ncclx_ok(ncclxEpCombine(h, &s.ca, s.stream));
+    assert_launches(0, 0, 1, 1);
+    assert_memory_equal(&h->pending_combine, &c, sizeof(c));
+    assert_ptr_equal(launch_desc[COMBINE_SEND], &h->pending_combine);
+    assert_ptr_equal(launch_desc[COMBINE_RECV], &h->pending_combine);
+    assert_idle(&s, 1);
+    launchers_reset(COMBINE_RECV);
+    assert_ncclx_error(ncclxEpCombine(h, &s.ca, s.stream), ncclxCudaError,
+                       "the receive of handle 0's combine failed to launch");
+    assert_launches(0, 0, 1, 1);
+    assert_in_flight(&s, NCCLX_EP_PENDING_COMBINE);
+    launchers_reset(LAUNCHERS);
+    assert_ncclx_ok(ncclxEpComplete(h, s.stream));
+    assert_launches(0, 0, 0, 1);
+    assert_idle(&s, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_entry_refusal),
         cmocka_unit_test(test_update_accepts_t_tokens),
+        cmocka_unit_test(test_launches),
     };
     return cmocka_run_group_tests_name("ep_entry", tests, NULL, NULL);
 }

@@ -4,8 +4,9 @@
  * The split handle lifecycle on the CPU (lib/ep/ep_handle_mem.c): ncclxEpHandleMemSize against the
  * plan's per-handle bytes and hand-computed layouts, its refusals, ncclxEpHandleInit's refusals
  * (each naming the field, nothing taken from the pool), handles initialized on fake device
- * memory (every descriptor piece inside it), dispatch refused until the first update, and the
- * group's handle pool.  Import and the zero-copy buffers: test_ep_handle_import.c.
+ * memory (every descriptor piece inside it), dispatch refused until the first update, the
+ * group's handle pool, and LL handles in the group's own memory.  Import and the zero-copy
+ * buffers: test_ep_handle_import.c.
  */
 #include "ep_handle_fixture.h"
 
@@ -284,7 +285,9 @@ static void check_pieces(const piece_t *pieces, int n, const char *base, size_t 
     }
 }
 
-static void check_ll_handle(const ncclx_ep_handle_t *h, uint32_t layout, uint32_t k, size_t bytes)
+/* The pieces of an LL handle on [base, base + bytes). */
+static void check_ll_handle(const ncclx_ep_handle_t *h, uint32_t layout, uint32_t k,
+                            const char *base, size_t bytes)
 {
     const ncclx_ep_ll_handle_desc_t *d = &h->desc;
     const piece_t pieces[] = {
@@ -297,7 +300,7 @@ static void check_ll_handle(const ncclx_ep_handle_t *h, uint32_t layout, uint32_
         {"expert_slot", d->expert_slot, (size_t)T * k * 4},
         {"expert_count", d->expert_count, (size_t)E * 4},
     };
-    check_pieces(pieces, layout == EM ? 8 : 5, MEM, bytes);
+    check_pieces(pieces, layout == EM ? 8 : 5, base, bytes);
     if (layout != EM) {
         assert_null(d->recv_pos);
         assert_null(d->expert_slot);
@@ -356,7 +359,7 @@ static void init_success(ncclxEpAlgorithm_t algorithm, uint32_t other_layout)
             if (algorithm == HT) {
                 check_ht_handle(h, layouts[l], k, bytes);
             } else {
-                check_ll_handle(h, layouts[l], k, bytes);
+                check_ll_handle(h, layouts[l], k, MEM, bytes);
             }
             assert_int_equal(ncclx_pool_in_use(&f.group.handles), 1);
             assert_ncclx_ok(ncclxEpHandleDestroy(h));
@@ -493,6 +496,36 @@ static void test_pool_ht(void **state)
     pool_reuse(HT, FLAT);
 }
 
+/* ---- 7. handles in the group's own memory ---- */
+
+/* Without caller memory (ncclxEpHandleCreate) an LL handle lives in the group's device memory:
+ * slot i at i strides of the plan's per-handle bytes (the largest shape), whatever its own
+ * layout and top-k, so that no two slots overlap and the last ends where the memory does; and
+ * it keeps its config's global_expert_ids (the kernels' routing reads it from the descriptor). */
+static void test_group_memory_ll(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_handle_t *h[NUM_HANDLES];
+    make_fixture(&f, LL, EM | RM);
+    f.group.handle_memory = MEM;
+    const size_t stride = f.plan_per_handle;
+    for (uint32_t i = 0; i < NUM_HANDLES; i++) {
+        const uint32_t layout = i % 2 ? RM : EM, k = i + 1;
+        ncclxEpHandleConfig_t c = config_of(layout, k);
+        c.global_expert_ids = i % 2;
+        assert_ncclx_ok(ncclx_ep_handle_take(&f.group, &c, NULL, &h[i]));
+        assert_int_equal(h[i]->index, i);
+        assert_int_equal(h[i]->caller_memory, 0);
+        check_ll_handle(h[i], layout, k, MEM + i * stride, stride);
+        assert_int_equal(h[i]->desc.global_ids, i % 2);
+    }
+    for (uint32_t i = 0; i < NUM_HANDLES; i++) {
+        assert_ncclx_ok(ncclx_pool_release(&f.group.handles, h[i]));
+    }
+    assert_int_equal(ncclx_pool_in_use(&f.group.handles), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -507,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_no_dispatch_before_update_ht),
         cmocka_unit_test(test_pool_ll),
         cmocka_unit_test(test_pool_ht),
+        cmocka_unit_test(test_group_memory_ll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
