@@ -83,6 +83,16 @@ static ncclxResult_t ncclx_check_tokens(const ncclx_ep_handle_t *h, const ncclxE
     return ncclxSuccess;
 }
 
+/* Whether a QUANT_FWD dispatch forwards scales.  Absent scales are NCCLX_TENSOR_INIT (ndim 0,
+ * no data); an empty rank's [0, S] has NULL data but is given, as are zero-width [N, 0] rows:
+ * what counts is the tensor, not its bytes, so that every rank of an operation agrees whatever
+ * its token count.  Data without a shape is not absent: the tensor check names it. */
+static int ncclx_scales_given(const ncclxEpDispatchArgs_t *a)
+{
+    return a->recipe == NCCLX_EP_RECIPE_QUANT_FWD &&
+           (a->scales.ndim != 0 || a->scales.data != NULL);
+}
+
 /* Scales: FP8 produces FLOAT32 [.., hidden/128]; QUANT_FWD forwards [num_tokens, S]. */
 static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxEpDispatchArgs_t *a,
                                         ncclx_ep_ll_dispatch_desc_t *d)
@@ -97,9 +107,7 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
         d->out_scales = a->out_scales.data;
         return ncclxSuccess;
     }
-    /* Absent scales are NCCLX_TENSOR_INIT (ndim 0, no data); an empty rank's [0, S] has NULL
-     * data.  Data without a shape is not absent: the tensor check below names it. */
-    if (a->recipe != NCCLX_EP_RECIPE_QUANT_FWD || (a->scales.ndim == 0 && a->scales.data == NULL)) {
+    if (!ncclx_scales_given(a)) {
         d->scale_bytes = 0;
         return ncclxSuccess;
     }
@@ -133,15 +141,15 @@ static ncclxResult_t ncclx_check_scales(const ncclx_ep_handle_t *h, const ncclxE
     return ncclxSuccess;
 }
 
-/* The dtype of the scale rows an operation moves (NCCLX_NUM_DATA_TYPES: none). */
-static uint32_t ncclx_scale_dtype(const ncclxEpDispatchArgs_t *a,
-                                  const ncclx_ep_ll_dispatch_desc_t *d)
+/* The dtype of the scale rows an operation moves (NCCLX_NUM_DATA_TYPES: none).  Whether scales
+ * were given, not whether this rank has their bytes: a rank without tokens (NULL data) or with
+ * zero-width rows has no bytes, yet it moves its peers' operation. */
+static uint32_t ncclx_scale_dtype(const ncclxEpDispatchArgs_t *a)
 {
     if (a->recipe == NCCLX_EP_RECIPE_FP8) {
         return NCCLX_FLOAT32;
     }
-    return d->scales != NULL || d->scale_bytes != 0 ? (uint32_t)a->scales.dtype
-                                                    : NCCLX_NUM_DATA_TYPES;
+    return ncclx_scales_given(a) ? (uint32_t)a->scales.dtype : NCCLX_NUM_DATA_TYPES;
 }
 
 /* Rank-major extras: forwarded weights in, received top-k idx and weights out. */
@@ -289,7 +297,7 @@ ncclxResult_t ncclx_ep_dispatch_desc(const ncclx_ep_handle_t *h, const ncclxEpDi
      * scale rows too (QUANT_FWD forwards the caller's as bytes, of the caller's size and type;
      * FP8 makes FLOAT32 ones). */
     d.op = ncclx_ep_op_word((uint32_t)h->desc.topk, h->desc.expert_major, a->recipe,
-                            (uint32_t)a->tokens.dtype, d.scale_bytes, ncclx_scale_dtype(a, &d));
+                            (uint32_t)a->tokens.dtype, d.scale_bytes, ncclx_scale_dtype(a));
     /* A dispatch that receives at once waits for its sources in the send's last block (one
      * launch less): see ncclx_ll_receive_in_send. */
     d.wait_in_send = ncclx_ll_receive_in_send(h, a->send_only);

@@ -176,6 +176,11 @@ static void test_op_word_fields(void **state)
     const uint32_t w_none = dispatch_word(&f, &a);
     assert_int_not_equal(w_none, w);
     assert_int_not_equal(w_none, w_bytes);
+    /* Zero-width scales ([N, 0] with data) are scales of their dtype, not absent ones. */
+    a = base;
+    a.scales.shape[1] = a.out_scales.shape[2] = 0;
+    const uint32_t w_zero_width = dispatch_word(&f, &a);
+    assert_int_not_equal(w_zero_width, w_none);
     /* A rank without tokens passes [0, SC] scales without data: the same word as its peers. */
     fixture_t empty;
     make_fixture(&empty, RM);
@@ -183,6 +188,11 @@ static void test_op_word_fields(void **state)
     a = valid_dispatch(&empty, QUANT);
     a.tokens.data = a.scales.data = a.topk_weights.data = NULL;
     assert_int_equal(dispatch_word(&empty, &a), w);
+    /* So does one whose peers forward zero-width rows: its [0, 0] without data is their
+     * operation (the word once took "scales present" from the data pointer, and such a rank
+     * dropped every peer's messages as another operation). */
+    a.scales.shape[1] = a.out_scales.shape[2] = 0;
+    assert_int_equal(dispatch_word(&empty, &a), w_zero_width);
 
     /* The other fields: token dtype, recipe, layout, top-k. */
     f.group.plan.max_token_bytes = H * 2;
@@ -195,7 +205,16 @@ static void test_op_word_fields(void **state)
     a.tokens.dtype = a.out_tokens.dtype = NCCLX_FLOAT16;
     assert_int_not_equal(dispatch_word(&f, &a), w_none_recipe);
     a = valid_dispatch(&f, FP8);
-    assert_int_not_equal(dispatch_word(&f, &a), w_none_recipe);
+    const uint32_t w_fp8 = dispatch_word(&f, &a);
+    assert_int_not_equal(w_fp8, w_none_recipe);
+    /* NONE and FP8 take no scales input: whatever a rank leaves in args->scales, its word stays
+     * its peers' (a word taken from the ignored tensor would drop their messages). */
+    a = valid_dispatch(&f, NONE);
+    a.scales = tensor(3, NCCLX_FLOAT32, 2, N, SC, 0);
+    assert_int_equal(dispatch_word(&f, &a), w_none_recipe);
+    a = valid_dispatch(&f, FP8);
+    a.scales = tensor(3, NCCLX_UINT8, 2, N, SC, 0);
+    assert_int_equal(dispatch_word(&f, &a), w_fp8);
     fixture_t em;
     make_fixture(&em, EM);
     a = valid_dispatch(&em, NONE);
