@@ -40,6 +40,10 @@ static void test_valid_dispatch(void **state)
                     assert_ptr_equal(d.topk_weights, fwd ? PTR(5) : NULL);
                     assert_ptr_equal(d.out_topk_idx, fwd && flat ? PTR(6) : NULL);
                     assert_ptr_equal(d.out_topk_weights, fwd ? PTR(7) : NULL);
+                    /* The word carries the scale row size: ranks that disagree on it (or on
+                     * the recipe) must not read each other's rows. */
+                    assert_int_equal(d.op, ncclx_ep_ht_op_word(l, !fwd, K, recipes[r] == QUANT,
+                                                               d.row_bytes, d.scale_bytes, 0));
                     checked++;
                 }
             }
@@ -90,6 +94,117 @@ static void test_direct_dispatch(void **state)
             }
         }
     }
+}
+
+/* The direct path's overlap checks cover each buffer's whole rows and no more: num_tokens
+ * input rows, S output rows.  Buffers that touch end to end are accepted; one shared row (first
+ * or last) is refused.  Tokens and scales alike (QUANT_FWD: 256-byte rows, 16-byte scales). */
+static void test_direct_overlap_bounds(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_dispatch_desc_t d;
+    make_fixture(&f, FLAT);
+    f.group.ht.direct = 1;
+    const ncclxEpDispatchArgs_t valid = valid_dispatch(&f, QUANT, FWD, NCCLX_INT32);
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &valid, &d));
+    const size_t row = d.row_bytes, scale = d.scale_bytes;
+    assert_int_equal(row, H);
+    assert_int_equal(scale, SC * 4);
+    char *const tokens = valid.tokens.data, *const scales = valid.scales.data;
+
+    ncclxEpDispatchArgs_t a = valid;
+    a.out_tokens.data = tokens + (size_t)N * row; /* right after the last token row */
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    a.out_tokens.data = tokens - (size_t)S * row; /* ends where the tokens start */
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    a.out_tokens.data = tokens + (size_t)(N - 1) * row; /* on the last token row */
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out_tokens, which peers write");
+    a.out_tokens.data = tokens - (size_t)(S - 1) * row; /* its last row on the first token */
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out_tokens, which peers write");
+
+    a = valid;
+    a.out_scales.data = scales + (size_t)N * scale;
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    a.out_scales.data = scales - (size_t)S * scale;
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    a.out_scales.data = scales + (size_t)(N - 1) * scale;
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out_scales, which peers write");
+    a.out_scales.data = scales - (size_t)(S - 1) * scale;
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out_scales, which peers write");
+
+    /* A rank without tokens reads no input byte: its empty tokens and scales may point
+     * anywhere, into its outputs too (empty views of one buffer). */
+    f.handle.ht.num_tokens = 0;
+    a = valid_dispatch(&f, QUANT, FWD, NCCLX_INT32);
+    a.tokens.data = (char *)a.out_tokens.data + row;
+    a.scales.data = (char *)a.out_scales.data + scale;
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+}
+
+/* A plan whose dispatch rows (QUANT_FWD rows of up to 1024 bytes plus 16 of scales: 1040) are
+ * larger than its combine rows (FP32: 1024), so that each buffer's extent is told apart; the
+ * group's dispatch rows at PTR(30), its combine rows at PTR(40). */
+static void make_buffers_fixture(fixture_t *f)
+{
+    make_fixture(f, FLAT);
+    f->group.plan.max_token_bytes = 4 * H;
+    replan(f);
+    assert_int_equal(f->group.dims.payload_bytes, 4 * H + 16);
+    assert_int_equal(f->group.dims.combine_slot_bytes, 4 * H);
+    f->group.ht_dispatch_rows = PTR(30);
+    f->group.ht_combine_rows = PTR(40);
+}
+
+/* Peers write both of the group's buffers during a dispatch: tokens may start nowhere in
+ * either (up to its last 16 bytes), and anywhere after. */
+static void test_tokens_in_group_buffers(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_dispatch_desc_t d;
+    make_buffers_fixture(&f);
+    char *const rows[2] = {f.group.ht_dispatch_rows, f.group.ht_combine_rows};
+    const size_t bytes[2] = {(size_t)S * f.group.dims.payload_bytes,
+                             (size_t)S * f.group.dims.combine_slot_bytes};
+    for (int b = 0; b < 2; b++) {
+        ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE, FWD, NCCLX_INT32);
+        a.tokens.data = rows[b];
+        assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->tokens lies in the group's own buffers");
+        a.tokens.data = rows[b] + bytes[b] - 16;
+        assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->tokens lies in the group's own buffers");
+        a.tokens.data = rows[b] + bytes[b];
+        assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    }
+}
+
+/* Zero copy only at the start of the dispatch rows and with rows of exactly their size: an
+ * out_tokens elsewhere in them, or with smaller rows, would have peers' rows land where the
+ * caller does not look.  Just past them it is an ordinary output. */
+static void test_zero_copy_dispatch_bounds(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_dispatch_desc_t d;
+    make_buffers_fixture(&f);
+    char *const rows = f.group.ht_dispatch_rows;
+    const size_t P = f.group.dims.payload_bytes;
+    ncclxEpDispatchArgs_t a = valid_dispatch(&f, NONE, FWD, NCCLX_INT32);
+    a.out_tokens.data = rows + (size_t)S * f.group.dims.combine_slot_bytes + 16;
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->out_tokens points into the group's dispatch rows");
+    a.out_tokens.data = rows + (size_t)S * P;
+    assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
+    assert_int_equal(d.in_place, 0);
+    a.out_tokens.data = rows; /* BF16 rows of 512 bytes, not 1040 */
+    assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "rows of exactly 1040 bytes (here 512)");
 }
 
 /* Zero copy is each rank's own choice on every path: a dispatch into the group's dispatch rows
@@ -194,6 +309,9 @@ static void test_valid_combine(void **state)
                 assert_ptr_equal(c.out, PTR(12));
                 assert_ptr_equal(c.topk_weights, bwd ? PTR(13) : NULL);
                 assert_ptr_equal(c.out_topk_weights, bwd ? PTR(14) : NULL);
+                /* The dtype is in the word: BF16 and FP16 rows have one size, but a receiver
+                 * sums them. */
+                assert_int_equal(c.op, ncclx_ep_ht_op_word(l, bwd, K, dtypes[t], bytes[t], 0, 0));
             }
         }
     }
@@ -744,6 +862,12 @@ static void test_zero_tokens_accept_null_data(void **state)
         fixture_t f;
         ncclx_ep_ht_dispatch_desc_t d;
         ncclx_ep_ht_combine_desc_t c;
+        /* A peer with tokens in the same operation: a rank without tokens must compute the
+         * same operation word from its empty (NULL) tensors, or every peer drops its rows. */
+        fixture_t peer;
+        ncclx_ep_ht_dispatch_desc_t pd;
+        ncclx_ep_ht_combine_desc_t pc;
+        make_fixture(&peer, layouts[l]);
         make_fixture(&f, layouts[l]);
         f.handle.ht.num_tokens = 0;
 
@@ -759,6 +883,9 @@ static void test_zero_tokens_accept_null_data(void **state)
         assert_int_equal(d.row_bytes, H);
         assert_int_equal(d.scale_bytes, SC * 4);
         assert_int_equal(d.out_idx_int64, layouts[l] == FLAT);
+        ncclxEpDispatchArgs_t pa = valid_dispatch(&peer, QUANT, FWD, NCCLX_INT64);
+        assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&peer.handle, &pa, &pd));
+        assert_int_equal(d.op, pd.op);
         /* The receive side still has S rows: out_tokens stays required. */
         a.out_tokens.data = NULL;
         assert_ncclx_error(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d), ncclxInvalidArgument,
@@ -772,6 +899,9 @@ static void test_zero_tokens_accept_null_data(void **state)
         a.tokens.data = NULL;
         assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&f.handle, &a, &d));
         assert_int_equal(d.backward, 1);
+        pa = valid_dispatch(&peer, NONE, BWD, NCCLX_INT32);
+        assert_ncclx_ok(ncclx_ep_ht_dispatch_desc(&peer.handle, &pa, &pd));
+        assert_int_equal(d.op, pd.op);
 
         ncclxEpCombineArgs_t ca = valid_combine(&f, BWD, NCCLX_FLOAT16);
         ca.out.data = NULL;
@@ -780,9 +910,15 @@ static void test_zero_tokens_accept_null_data(void **state)
         assert_null(c.out);
         assert_null(c.out_topk_weights);
         assert_int_equal(c.row_bytes, H * 2);
+        ncclxEpCombineArgs_t pca = valid_combine(&peer, BWD, NCCLX_FLOAT16);
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&peer.handle, &pca, &pc));
+        assert_int_equal(c.op, pc.op);
         ca = valid_combine(&f, FWD, NCCLX_BFLOAT16);
         ca.out.data = NULL;
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &ca, &c));
+        pca = valid_combine(&peer, FWD, NCCLX_BFLOAT16);
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&peer.handle, &pca, &pc));
+        assert_int_equal(c.op, pc.op);
         ca.expert_out.data = NULL;
         assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &ca, &c), ncclxInvalidArgument,
                            "args->expert_out.data is NULL");
@@ -795,6 +931,9 @@ int main(void)
         cmocka_unit_test(test_valid_dispatch),
         cmocka_unit_test(test_direct_dispatch),
         cmocka_unit_test(test_zero_copy_word_matches),
+        cmocka_unit_test(test_direct_overlap_bounds),
+        cmocka_unit_test(test_tokens_in_group_buffers),
+        cmocka_unit_test(test_zero_copy_dispatch_bounds),
         cmocka_unit_test(test_valid_dispatch_dtypes),
         cmocka_unit_test(test_valid_combine),
         cmocka_unit_test(test_each_broken_dispatch_field),

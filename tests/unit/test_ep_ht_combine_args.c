@@ -342,6 +342,12 @@ static void test_mxfp8_recipe(void **state)
         assert_int_equal(d.mxfp8, 1);
         assert_int_equal(d.backward, pass == BWD);
         assert_int_equal(d.row_bytes, H * 2);
+        /* Packed rows of H codes and H / 32 scales: a word of its own, never a plain BF16
+         * combine's (whose rows peers would read as packed). */
+        assert_int_equal(d.op,
+                         ncclx_ep_ht_op_word(1, pass == BWD, K, NCCLX_BFLOAT16, H * 2, H / 32, 0));
+        assert_int_not_equal(d.op,
+                             ncclx_ep_ht_op_word(1, pass == BWD, K, NCCLX_BFLOAT16, H * 2, 0, 0));
     }
     ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
     memset(&d, 0x5a, sizeof(d));
@@ -355,6 +361,10 @@ static void test_mxfp8_recipe(void **state)
                        "args->recipe=0x9");
     a.recipe = NCCLX_EP_RECIPE_MXFP8;
     a.expert_out.dtype = a.out.dtype = NCCLX_FLOAT16;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->expert_out.dtype=1: the MXFP8 combine takes BF16 rows");
+    /* The rows' dtype decides, not the output's. */
+    a.out.dtype = NCCLX_BFLOAT16;
     assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
                        "args->expert_out.dtype=1: the MXFP8 combine takes BF16 rows");
     a.expert_out.dtype = a.out.dtype = NCCLX_BFLOAT16;
@@ -404,6 +414,71 @@ static void test_mxfp8_refuses_zero_copy(void **state)
     assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
                        "args->expert_out is the group's combine rows (zero copy), which the "
                        "MXFP8 combine overwrites");
+}
+
+/* The dispatch rows (1040 bytes: QUANT_FWD rows of up to 1024 bytes plus 16 of scales) larger
+ * than the combine rows (FP32: 1024), so that each buffer's extent is told apart; the group's
+ * dispatch rows at PTR(30), its combine rows at PTR(40). */
+static void make_buffers_fixture(fixture_t *f)
+{
+    make_fixture(f, FLAT);
+    f->group.plan.max_token_bytes = 4 * H;
+    replan(f);
+    assert_int_equal(f->group.dims.payload_bytes, 4 * H + 16);
+    assert_int_equal(f->group.dims.combine_slot_bytes, 4 * H);
+    f->group.ht_dispatch_rows = PTR(30);
+    f->group.ht_combine_rows = PTR(40);
+}
+
+/* Peers read both of the group's buffers during a combine: out may start nowhere in either (up
+ * to its last 16 bytes), and anywhere after. */
+static void test_out_in_group_buffers(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_combine_desc_t d;
+    make_buffers_fixture(&f);
+    char *const rows[2] = {f.group.ht_dispatch_rows, f.group.ht_combine_rows};
+    const size_t bytes[2] = {(size_t)S * f.group.dims.payload_bytes,
+                             (size_t)S * f.group.dims.combine_slot_bytes};
+    for (int b = 0; b < 2; b++) {
+        ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_FLOAT32);
+        a.out.data = rows[b];
+        assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->out lies in the group's own buffers");
+        a.out.data = rows[b] + bytes[b] - 16;
+        assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                           "args->out lies in the group's own buffers");
+        a.out.data = rows[b] + bytes[b];
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+    }
+}
+
+/* Zero copy only at the start of the combine rows and with rows of exactly their size (BF16
+ * rows of 512 bytes in 1024-byte FP32 rows would be read at the wrong stride); just past them,
+ * expert_out is ordinary expert rows. */
+static void test_zero_copy_combine_bounds(void **state)
+{
+    (void)state;
+    fixture_t f;
+    ncclx_ep_ht_combine_desc_t d;
+    make_buffers_fixture(&f);
+    char *const rows = f.group.ht_combine_rows;
+    const size_t C = f.group.dims.combine_slot_bytes;
+    ncclxEpCombineArgs_t a = valid_combine(&f, FWD, NCCLX_FLOAT32);
+    a.expert_out.data = rows;
+    assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.in_place, 1);
+    a.expert_out.data = rows + (size_t)S * C;
+    assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+    assert_int_equal(d.in_place, 0);
+    a.expert_out.data = rows + C;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "args->expert_out points into the group's combine rows");
+    a = valid_combine(&f, FWD, NCCLX_BFLOAT16);
+    a.expert_out.data = rows;
+    assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                       "rows of exactly 1024 bytes (here 512)");
 }
 
 /* ---- 4. handle config ---- */
@@ -496,6 +571,20 @@ static void test_direct_combine(void **state)
         } else {
             assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
         }
+        /* The overlap covers expert_out's S rows and out's num_tokens rows, no more: end to
+         * end is fine, one shared row is not. */
+        char *const rows = (char *)a.expert_out.data;
+        a.out.data = rows + (size_t)S * d.row_bytes;
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        a.out.data = rows - (size_t)N * d.row_bytes;
+        assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        a.out.data = rows - (size_t)(N - 1) * d.row_bytes; /* out's last row on the first */
+        if (direct) {
+            assert_ncclx_error(ncclx_ep_ht_combine_desc(&f.handle, &a, &d), ncclxInvalidArgument,
+                               "args->expert_out, which peers read");
+        } else {
+            assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
+        }
         a.out.data = out;
         a.recipe = NCCLX_EP_RECIPE_MXFP8;
         assert_ncclx_ok(ncclx_ep_ht_combine_desc(&f.handle, &a, &d));
@@ -527,6 +616,8 @@ int main(void)
         cmocka_unit_test(test_mxfp8_recipe),
         cmocka_unit_test(test_mxfp8_refuses_zero_copy),
         cmocka_unit_test(test_direct_combine),
+        cmocka_unit_test(test_out_in_group_buffers),
+        cmocka_unit_test(test_zero_copy_combine_bounds),
         cmocka_unit_test(test_config_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
