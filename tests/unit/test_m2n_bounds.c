@@ -96,6 +96,16 @@ static void test_transfer_bound(void **state)
         assert_true(check_bound(&src, &dst, 6, &worst) >= 2);
         assert_int_equal(worst, 2);
     }
+    /* 30 bytes cut in 5 (of 6), then in 3 (of 10): the middle destination receives from 3
+     * sources, its neighbours from 2; the sources send to 1 or 2.  The bound is the largest
+     * count, wherever it lies. */
+    {
+        ncclx_m2n_side_t src = line_side(0, 5, 1), dst = line_side(5, 3, 1);
+        src.local_shape[0] = 6;
+        dst.local_shape[0] = 10;
+        assert_int_equal(check_bound(&src, &dst, 8, &worst), 3);
+        assert_int_equal(worst, 3);
+    }
     /* A self copy: one send and one receive on rank 0. */
     {
         const ncclx_m2n_side_t one = line_side(0, 1, 0);

@@ -30,6 +30,14 @@ static void check_schedules(const ncclx_m2n_geom_t *s, const ncclx_m2n_geom_t *d
         if (w[r].is_dst && !w[r].is_src) {
             assert_int_equal(w[r].bytes, d->local_bytes);
         }
+        {
+            /* bytes is the sum of the edges' bytes, sends (a source's) included. */
+            uint64_t sum = 0;
+            for (uint32_t e = 0; e < w[r].num_edges; e++) {
+                sum += edges[r][e].box.bytes;
+            }
+            assert_int_equal(w[r].bytes, sum);
+        }
         if (w[r].num_edges > 0) {
             ncclx_m2n_schedule_t before = w[r], again;
             memcpy(&again, &before, sizeof(again));
@@ -245,6 +253,23 @@ static void test_node_aware_replicas(void **state)
         }
         check_schedules(&s, &d, 8);
     }
+    /* Several copies on the destination's node share its replicas: nodes of 8, copies on ranks
+     * 4-7 (node 0) and 8-9 (node 1), replicas on ranks 10-15 (node 1).  The block rule gives
+     * replica q copy q; the four whose copy is on node 0 take ranks 8 and 9 in turn (q modulo
+     * the two near copies), not all the first. */
+    {
+        const ncclx_m2n_side_t src = {1, {64, 0, 0}, 1, {1, {6, 0}, 4}, {NCCLX_M2N_REPLICATE}};
+        const ncclx_m2n_side_t dst = {1, {64, 0, 0}, 1, {1, {6, 0}, 10}, {NCCLX_M2N_REPLICATE}};
+        static const uint32_t want[6] = {4, 5, 4, 5, 4, 5};
+        ncclx_m2n_geom_t s, d;
+        assert_ncclx_ok(ncclx_m2n_geom(&src, "src", 16, &s));
+        assert_ncclx_ok(ncclx_m2n_geom(&dst, "dst", 16, &d));
+        s.node_size = d.node_size = 8;
+        for (uint32_t q = 0; q < 6; q++) {
+            assert_int_equal(ncclx_m2n_serving_replica(&s, &d, 0, 0, q), want[q]);
+        }
+        check_schedules(&s, &d, 16);
+    }
 }
 
 /* One broken field of a valid side (ok in test_refusals) each. */
@@ -347,6 +372,40 @@ static void test_refusals(void **state)
     assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
     assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
                        "dst: elements of 4 bytes, src of 2");
+    /* ... and the other way round: any difference, not only a wider destination. */
+    d.elem_bytes = 1;
+    d.local_shape[1] = 32; /* the same bytes per row: only the element size differs */
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst: elements of 1 bytes, src of 2");
+    /* The last dim counts elements in the message (the geometry keeps bytes): 8 against 16. */
+    d = ok;
+    d.mesh.start_rank = 4;
+    d.local_shape[1] = 8;
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst.local_shape[1]=8 gives a global dim 1 of 8 elements, "
+                       "src.local_shape[1]=16 gives 16:");
+    /* Tensors of different ranks, either one the larger. */
+    d = ok;
+    d.mesh.start_rank = 4;
+    d.ndims = 3;
+    d.local_shape[2] = 1;
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 8, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 8), ncclxInvalidArgument,
+                       "dst.ndims=3 but src.ndims=2");
+    assert_ncclx_error(ncclx_m2n_check_pair(&d, &g2, &s, &g, 8), ncclxInvalidArgument,
+                       "dst.ndims=2 but src.ndims=3");
+    /* Meshes that share a rank are refused in a context of two ranks already. */
+    s = (ncclx_m2n_side_t){1, {16, 0, 0}, 2, {1, {2, 0}, 0}, {NCCLX_M2N_REPLICATE, 0}};
+    d = (ncclx_m2n_side_t){1, {16, 0, 0}, 2, {1, {1, 0}, 1}, {NCCLX_M2N_REPLICATE, 0}};
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 2, &g));
+    assert_ncclx_ok(ncclx_m2n_geom(&d, "dst", 2, &g2));
+    assert_ncclx_error(ncclx_m2n_check_pair(&s, &g, &d, &g2, 2), ncclxInvalidArgument,
+                       "dst.mesh ranks [1, 2) overlap src.mesh ranks [0, 2)");
+    s.mesh.dims[0] = 1;
+    assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 2, &g));
+    assert_ncclx_ok(ncclx_m2n_check_pair(&s, &g, &d, &g2, 2));
     /* One rank in all: a self copy is allowed. */
     s = (ncclx_m2n_side_t){1, {10, 0, 0}, 8, {1, {1, 0}, 0}, {NCCLX_M2N_REPLICATE, 0}};
     check_case(&s, &s, 1);
@@ -391,6 +450,12 @@ static void test_size_boundary(void **state)
     s.local_shape[0] = top / 2 - 1;
     assert_ncclx_ok(ncclx_m2n_geom(&s, "src", 4, &g));
     assert_int_equal(g.global[0], top - 2);
+    /* Eight shards of 2^61 bytes: the local shape alone is refused (each dim is bounded with
+     * its shards, so that the global product cannot wrap 64 bits: 8 * 2^61 = 2^64). */
+    s.mesh.dims[0] = 8;
+    s.local_shape[0] = top / 2;
+    assert_ncclx_error(ncclx_m2n_geom(&s, "src", 8, &g), ncclxInvalidArgument,
+                       "src.local_shape[0]=2305843009213693952: must be >= 1");
     /* Three dims whose product is 2^62 (each far below it). */
     s = (ncclx_m2n_side_t){3, {1u << 20, 1u << 21, 1u << 21}, 1, {1, {1, 0}, 0}, {-1, -1}};
     assert_ncclx_error(ncclx_m2n_geom(&s, "src", 4, &g), ncclxInvalidArgument, "2^62");

@@ -255,6 +255,12 @@ static void check_flip(const ncclx_plan_norm_t *a, ncclx_plan_norm_t *b, const p
         if (strcmp(got, name) != 0) {
             fail_msg("%s (byte %zu, bit 0x%02x) changed, the diff named '%s'", name, k, bit, got);
         }
+        /* The parts as plan_internal.h gives them: group -1 for team and plan fields. */
+        assert_int_equal(d.group, p->group);
+        assert_string_equal(d.scope, p->group >= 0            ? "group"
+                                     : p->table == &tables[0] ? "team"
+                                                              : "plan");
+        assert_string_equal(d.field, f->name);
         /* Both values in full: a 64-bit field read on 32 bits fails here too. */
         assert_true(d.a == read_field((const char *)x + p->base, f));
         assert_true(d.b == read_field((const char *)y + p->base, f));
@@ -409,6 +415,91 @@ static void test_first_difference_order(void **state)
     free(b);
 }
 
+/* What import fills in is compared as filled in: a NULL team is 1 rank on 1 node (whatever the
+ * memory held before), a group's timeout_ns of 0 is NCCLX_DEFAULT_TIMEOUT_NS, so that a rank
+ * that leaves it 0 and one that spells the default out agree, while any other value is kept and
+ * compared. */
+static void test_import_defaults_compared(void **state)
+{
+    ncclxEpGroupPlan_t g = group_for(0);
+    const ncclxEpGroupPlan_t *groups[] = {&g};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclx_plan_norm_t *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+    ncclx_plan_difference_t d;
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    memset(a, 0xa5, sizeof(*a));
+    assert_ncclx_ok(ncclx_plan_import(&plan, NULL, a));
+    assert_int_equal(a->team.num_ranks, 1);
+    assert_int_equal(a->team.num_nodes, 1);
+    assert_int_equal(a->team.lsa_size, 1);
+    g.timeout_ns = 0;
+    assert_ncclx_ok(ncclx_plan_import(&plan, NULL, a));
+    assert_true(a->groups[0].timeout_ns == NCCLX_DEFAULT_TIMEOUT_NS);
+    g.timeout_ns = NCCLX_DEFAULT_TIMEOUT_NS;
+    memset(b, 0x5a, sizeof(*b));
+    assert_ncclx_ok(ncclx_plan_import(&plan, NULL, b));
+    assert_true(ncclx_plan_hash(a) == ncclx_plan_hash(b));
+    assert_int_equal(ncclx_plan_diff(a, b, &d), 0);
+    g.timeout_ns = NCCLX_DEFAULT_TIMEOUT_NS + 1;
+    assert_ncclx_ok(ncclx_plan_import(&plan, NULL, b));
+    assert_true(b->groups[0].timeout_ns == NCCLX_DEFAULT_TIMEOUT_NS + 1);
+    assert_first_difference(a, b, "plan.ep_groups[0]->timeout_ns");
+    free(a);
+    free(b);
+}
+
+/* The hash's own steps (lib/plan/plan.c), to build the pair below. */
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t odd_inverse(uint64_t x)
+{
+    uint64_t inv = x; /* Newton: each step doubles the bits that are right (3 to start) */
+    for (int i = 0; i < 5; i++) {
+        inv *= 2 - x * inv;
+    }
+    return inv;
+}
+
+/* The finalizer must be a bijection too, or two plans one field apart can still meet: an even
+ * multiplier, for one, merges every pair of states that differ in the top bit only after the
+ * first xor-shift.  Such a pair is built here, one 64-bit field (m2n_staging_bytes) apart, by
+ * running the documented steps backwards; the real hash must tell them apart.  (Were the steps
+ * ever changed, the pair would merely be an ordinary one and the assertion would still hold.) */
+static void test_finalizer_keeps_pairs_apart(void **state)
+{
+    ncclx_plan_norm_t *a = imported_n(0, NULL, 0);
+    ncclx_plan_norm_t *b = malloc(sizeof(*b));
+    const uint64_t before[4] = {a->team.num_ranks, a->team.num_nodes, a->team.lsa_size,
+                                a->plan.num_ep_groups};
+    const uint64_t pinv = odd_inverse(FNV_PRIME);
+    uint64_t h4 = 0xcbf29ce484222325ull, s, x, h5;
+    (void)state;
+    assert_non_null(b);
+    assert_true(FNV_PRIME * pinv == 1);
+    /* State after the four fields before m2n_staging_bytes, then after the last field. */
+    for (int i = 0; i < 4; i++) {
+        h4 = (h4 ^ before[i]) * FNV_PRIME;
+    }
+    s = (((h4 ^ a->plan.m2n_staging_bytes) * FNV_PRIME) ^ a->plan.m2n_max_group_entries) *
+        FNV_PRIME;
+    /* The partner's state after the first xor-shift (an involution for shifts >= 32) differs
+     * in the top bit only; back through the last field to the staging bytes that give it. */
+    x = (s ^ (s >> 33)) ^ (1ull << 63);
+    s = x ^ (x >> 33);
+    h5 = (s * pinv) ^ a->plan.m2n_max_group_entries;
+    memcpy(b, a, sizeof(*a));
+    b->plan.m2n_staging_bytes = (h5 * pinv) ^ h4;
+    assert_true(b->plan.m2n_staging_bytes != a->plan.m2n_staging_bytes);
+    assert_true(ncclx_plan_hash(a) != ncclx_plan_hash(b));
+    assert_first_difference(a, b, "plan.m2n_staging_bytes");
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +509,8 @@ int main(void)
         cmocka_unit_test(test_every_field_64_groups),
         cmocka_unit_test(test_team_and_plan_fields),
         cmocka_unit_test(test_first_difference_order),
+        cmocka_unit_test(test_finalizer_keeps_pairs_apart),
+        cmocka_unit_test(test_import_defaults_compared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -683,6 +683,143 @@ static void test_plan_print_lists_regions(void **state)
     assert_non_null(strstr(buf, "M2N group entries"));
 }
 
+/* The HT routing map: one bit per expert, whole 32-bit words per token (1, 32, 33 and 4096
+ * experts: 1, 1, 2 and 128 words). */
+static void test_ht_map_words(void **state)
+{
+    ncclx_ep_dims_t d = {0};
+    (void)state;
+    d.tokens = 3;
+    assert_int_equal(ncclx_ep_ht_map_bytes(&d, 1), 3 * 4);
+    assert_int_equal(ncclx_ep_ht_map_bytes(&d, 32), 3 * 4);
+    assert_int_equal(ncclx_ep_ht_map_bytes(&d, 33), 3 * 2 * 4);
+    assert_int_equal(ncclx_ep_ht_map_bytes(&d, NCCLX_EP_MAX_EXPERTS), 3 * 128 * 4);
+}
+
+/* The print's row for the region called name (its first), without its newline. */
+static void printed_row(const char *buf, const char *name, char *row, size_t len)
+{
+    const char *at = strstr(buf, name);
+    size_t n;
+    if (at == NULL) {
+        fail_msg("the print lists no %s", name);
+    }
+    while (at > buf && at[-1] != '\n') {
+        at--;
+    }
+    n = strcspn(at, "\n");
+    assert_true(n < len);
+    memcpy(row, at, n);
+    row[n] = '\0';
+}
+
+/* Whether row ends with tail. */
+static int ends_with(const char *row, const char *tail)
+{
+    const size_t n = strlen(row), t = strlen(tail);
+    return n >= t && strcmp(row + n - t, tail) == 0;
+}
+
+/* The print's columns beyond the numbers: the owner (the context, or the group by index, the
+ * first group included), "(count x each)" only for arrays of several objects, the human size
+ * in the unit that keeps it under 1024 (whole bytes without decimals, 1024 bytes already
+ * 1.00 KiB, TiB the largest unit), and a total line for every memory class, its human size
+ * from the total. */
+static void test_plan_print_columns(void **state)
+{
+    (void)state;
+    ncclxEpGroupPlan_t g = ll_group();
+    const ncclxEpGroupPlan_t *groups[] = {&g};
+    ncclxPlan_t plan = NCCLX_PLAN_INIT;
+    ncclxTeam_t team = team_of(8, 1);
+    char buf[8192] = {0}, row[256], cls[32], owner[32];
+    const char *totals;
+    plan.num_ep_groups = 1;
+    plan.ep_groups = groups;
+    print_plan(&plan, &team, buf, sizeof(buf));
+    printed_row(buf, "context scratch", row, sizeof(row));
+    assert_int_equal(sscanf(row, "%31s %31s", cls, owner), 2);
+    assert_string_equal(cls, "device");
+    assert_string_equal(owner, "context");
+    assert_true(ends_with(row, " 256  256 B"));
+    printed_row(buf, "dispatch receive area", row, sizeof(row));
+    assert_int_equal(sscanf(row, "%31s %31s", cls, owner), 2);
+    assert_string_equal(owner, "ep_group[0]");
+    assert_true(ends_with(row, " 29523968  28.16 MiB"));
+    printed_row(buf, "handle routing", row, sizeof(row));
+    assert_true(ends_with(row, " 201728  197.00 KiB  (4 x 50432)"));
+    /* Regions of one object (or one array) carry no count. */
+    assert_null(strstr(buf, "(1 x"));
+    printed_row(buf, "group state", row, sizeof(row));
+    assert_true(ends_with(row, " 256  256 B"));
+    /* Totals: one line per class, each with its own human size (the symmetric
+     * total is 58886656 bytes: test_plan_print_lists_regions). */
+    totals = strstr(buf, "totals per rank:\n");
+    assert_non_null(totals);
+    printed_row(totals, "  symmetric ", row, sizeof(row));
+    assert_true(ends_with(row, " 58886656 bytes  56.16 MiB"));
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        char name[32];
+        snprintf(name, sizeof(name), "\n  %s ", ncclxMemClassName((ncclxMemClass_t)c));
+        if (strstr(totals, name) == NULL) {
+            fail_msg("no total for %s", name + 3);
+        }
+    }
+    /* 128 ranks of one domain, no group: a peer table of exactly 1024 bytes. */
+    team = team_of(128, 1);
+    plan.num_ep_groups = 0;
+    print_plan(&plan, &team, buf, sizeof(buf));
+    printed_row(buf, "LSA peer pointer table", row, sizeof(row));
+    assert_true(ends_with(row, " 1024  1.00 KiB  (128 x 8)"));
+    /* The largest unit: S = 2^31 - 1 receive rows of 65536 BF16 values (256 TiB less 128 KiB). */
+    g = ht_group();
+    g.hidden = NCCLX_EP_MAX_HIDDEN;
+    g.max_recv_tokens_per_rank = INT32_MAX;
+    plan.num_ep_groups = 1;
+    team = team_of(8, 1);
+    print_plan(&plan, &team, buf, sizeof(buf));
+    printed_row(buf, "HT dispatch rows", row, sizeof(row));
+    assert_true(ends_with(row, " 281474976579584  256.00 TiB"));
+    /* No stream to print to: refused before anything is sized. */
+    assert_ncclx_error(ncclxPlanPrint(&plan, &team, NULL), ncclxInvalidArgument,
+                       "ncclxPlanPrint: out is NULL");
+}
+
+/* Every class by name, and anything else "unknown" (a class past the table, or negative). */
+static void test_mem_class_names(void **state)
+{
+    static const char *const names[NCCLX_MEM_NUM_CLASSES] = {
+        [NCCLX_MEM_SYMMETRIC] = "symmetric",
+        [NCCLX_MEM_DEVICE] = "device",
+        [NCCLX_MEM_MAPPED_HOST] = "mapped_host",
+        [NCCLX_MEM_HOST] = "host",
+    };
+    (void)state;
+    for (int c = 0; c < NCCLX_MEM_NUM_CLASSES; c++) {
+        assert_string_equal(ncclxMemClassName((ncclxMemClass_t)c), names[c]);
+    }
+    assert_string_equal(ncclxMemClassName(NCCLX_MEM_NUM_CLASSES), "unknown");
+    assert_string_equal(ncclxMemClassName((ncclxMemClass_t)-1), "unknown");
+}
+
+/* The element sizes every row, scale and tensor size is computed from (FP4x2 counts one FP4
+ * value); the index types too, which no token row uses but index tensors do. */
+static void test_dtype_bits(void **state)
+{
+    static const uint32_t bits[NCCLX_NUM_DATA_TYPES] = {
+        [NCCLX_BFLOAT16] = 16, [NCCLX_FLOAT16] = 16, [NCCLX_FLOAT32] = 32,
+        [NCCLX_FP8_E4M3] = 8,  [NCCLX_FP8_E5M2] = 8, [NCCLX_FP4X2_E2M1] = 4,
+        [NCCLX_UINT8] = 8,     [NCCLX_INT32] = 32,   [NCCLX_INT64] = 64,
+    };
+    (void)state;
+    for (int t = 0; t < NCCLX_NUM_DATA_TYPES; t++) {
+        if (ncclx_dtype_bits((ncclxDataType_t)t) != bits[t]) {
+            fail_msg("dtype %d: %u bits, expected %u", t, ncclx_dtype_bits((ncclxDataType_t)t),
+                     bits[t]);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,6 +835,10 @@ int main(void)
         cmocka_unit_test(test_extreme_plan_sizes_or_fails_cleanly),
         cmocka_unit_test(test_m2n_across_nodes),
         cmocka_unit_test(test_plan_print_lists_regions),
+        cmocka_unit_test(test_plan_print_columns),
+        cmocka_unit_test(test_mem_class_names),
+        cmocka_unit_test(test_dtype_bits),
+        cmocka_unit_test(test_ht_map_words),
     };
     return cmocka_run_group_tests_name("plan_sizes", tests, NULL, NULL);
 }

@@ -229,11 +229,79 @@ static void test_ll_rank_major_rows(void **state)
     check_ll_shape(&x, "QUANT_FWD at the bounds, rank-major K 16 > R 2");
 }
 
+/* NONE next to QUANT_FWD: P is the wider of the two rows, whichever recipe comes later in the
+ * sizing (here the BF16 row, 4096 bytes, over 1024 + 64 quantized). */
+static void test_ll_quant_fwd_under_none(void **state)
+{
+    (void)state;
+    ll_shape_t x = {.R = 4,
+                    .T = 16,
+                    .K = 4,
+                    .H = 2048,
+                    .E = 16,
+                    .N = 1,
+                    .expert_major = 1,
+                    .none = 1,
+                    .quant_token_bytes = 1024,
+                    .quant_scale_bytes = 64};
+    assert_int_equal(ll_expect(&x).P, 4096);
+    check_ll_shape(&x, "QUANT_FWD narrower than NONE");
+    /* And the other way round: the quantized row wins (8192 + 64). */
+    x.quant_token_bytes = 8192;
+    assert_int_equal(ll_expect(&x).P, 8256);
+    check_ll_shape(&x, "QUANT_FWD wider than NONE");
+}
+
+/* The zero-copy output rows (docs/ep-ll.md, "Zero copy"): the widest output token row and
+ * scale row over the enabled recipes (NONE: the widest dtype's row; QUANT_FWD: the planned
+ * bytes; FP8: E4M3 bytes and a float32 per 128), each on its own, and none without zero copy. */
+static void test_ll_zero_copy_rows(void **state)
+{
+    static const struct {
+        uint32_t recipes, token_bytes, scale_bytes;
+        size_t row, scale;
+    } cases[] = {
+        {NCCLX_EP_RECIPE_NONE, 0, 0, 14336, 0},
+        {NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_FP8, 0, 0, 14336, 224},
+        {NCCLX_EP_RECIPE_FP8, 0, 0, 7168, 224},
+        /* QUANT_FWD rows wider than BF16, scales narrower than FP8's: each the widest. */
+        {NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_FP8, 16384, 96, 16384,
+         224},
+        /* QUANT_FWD rows narrower, scales wider. */
+        {NCCLX_EP_RECIPE_NONE | NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_FP8, 4096, 512, 14336,
+         512},
+        {NCCLX_EP_RECIPE_QUANT_FWD, 16384, 96, 16384, 96},
+        {NCCLX_EP_RECIPE_QUANT_FWD | NCCLX_EP_RECIPE_FP8, 4096, 96, 7168, 224},
+    };
+    ncclxTeam_t team = team_of(8, 1);
+    ncclx_ep_dims_t d;
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ll_shape_t x = {.R = 8, .T = 128, .K = 8, .H = 7168, .E = 256, .N = 1, .expert_major = 1};
+        ncclxEpGroupPlan_t g = ll_plan_of(&x);
+        g.recipes = cases[i].recipes;
+        g.max_token_bytes = cases[i].token_bytes;
+        g.max_scale_bytes = cases[i].scale_bytes;
+        g.zero_copy = 1;
+        assert_ncclx_ok(ncclx_ep_dims_compute(&g, &team, 0, &d));
+        if (d.zero_copy_row_bytes != cases[i].row || d.zero_copy_scale_bytes != cases[i].scale) {
+            fail_msg("case %zu: zero-copy rows of %zu bytes, scales of %zu; expected %zu, %zu", i,
+                     d.zero_copy_row_bytes, d.zero_copy_scale_bytes, cases[i].row, cases[i].scale);
+        }
+        g.zero_copy = 0;
+        assert_ncclx_ok(ncclx_ep_dims_compute(&g, &team, 0, &d));
+        assert_int_equal(d.zero_copy_row_bytes, 0);
+        assert_int_equal(d.zero_copy_scale_bytes, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ll_fp8_only),
         cmocka_unit_test(test_ll_rank_major_rows),
+        cmocka_unit_test(test_ll_quant_fwd_under_none),
+        cmocka_unit_test(test_ll_zero_copy_rows),
     };
     return cmocka_run_group_tests_name("plan_sizes_ll", tests, NULL, NULL);
 }

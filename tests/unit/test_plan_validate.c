@@ -3,8 +3,9 @@
  *
  * Plan validation: starting from a valid LL and a valid HT plan, each row of the table changes
  * one field to a bad value and checks that ncclxPlanValidate() rejects it with
- * ncclxInvalidArgument and a message naming that field.  Boundary rows check that the last
- * good value is still accepted, so that an over-strict check fails as well.
+ * ncclxInvalidArgument and a message naming that field and quoting the value written.  Boundary
+ * rows check that the last good value is still accepted, so that an over-strict check fails as
+ * well.
  *
  * What this release does not implement (on a team spanning several load/store domains: the
  * MXFP8 combine, or HT on domains whose size is not a power of two) is checked all the same, and
@@ -13,6 +14,8 @@
  * group validates like an LL group on one load/store team or several, and M2N staging has its
  * own rules (test_m2n_plan_rules).
  */
+#include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -59,6 +62,8 @@ static const field_case_t cases[] = {
     {"HT algorithm=3", BASE_HT, GROUP(algorithm), 3, "NCCLX_EP_ALGO_LL or"},
     {"LL num_experts=0", BASE_LL, GROUP(num_experts), 0, "outside [1, 4096]"},
     {"LL num_experts=4104", BASE_LL, GROUP(num_experts), 4104, "outside [1, 4096]"},
+    /* One past the bound: named as out of range, not as indivisible by the 8 ranks. */
+    {"LL num_experts=4097", BASE_LL, GROUP(num_experts), 4097, "outside [1, 4096]"},
     {"HT num_experts=4096 ok", BASE_HT, GROUP(num_experts), 4096, VALID},
     {"LL num_experts=252 not /8", BASE_LL, GROUP(num_experts), 252, "divisible by team.num_ranks"},
     {"HT num_experts=260 not /8", BASE_HT, GROUP(num_experts), 260, "divisible by team.num_ranks"},
@@ -76,6 +81,10 @@ static const field_case_t cases[] = {
     {"LL hidden=0", BASE_LL, GROUP(hidden), 0, "outside [1, 65536]"},
     {"HT hidden=65664", BASE_HT, GROUP(hidden), 65664, "outside [1, 65536]"},
     {"HT hidden=65536 ok", BASE_HT, GROUP(hidden), 65536, VALID},
+    /* One past the bound: named as out of range, not by the row rule it breaks as well. */
+    {"HT hidden=65537", BASE_HT, GROUP(hidden), 65537, "outside [1, 65536]"},
+    /* 1 is in range: refused by the row rule (a BF16 row of 2 bytes), not by the bound. */
+    {"LL hidden=1 BF16 row", BASE_LL, GROUP(hidden), 1, "dtype 0"},
     {"LL hidden=7169 BF16 row", BASE_LL, GROUP(hidden), 7169, "dtype 0"},
     {"HT hidden=7169 BF16 row", BASE_HT, GROUP(hidden), 7169, "dtype 0"},
     {"LL hidden=7184 FP4x2 row", BASE_LL, GROUP(hidden), 7184, "dtype 5"},
@@ -103,6 +112,9 @@ static const field_case_t cases[] = {
     {"HT QUANT_FWD max_token_bytes=0", BASE_HT, GROUP(max_token_bytes), 0, "non-zero multiple"},
     {"HT QUANT_FWD max_token_bytes=7170", BASE_HT, GROUP(max_token_bytes), 7170,
      "non-zero multiple"},
+    /* A multiple of 8 only: the rule is 16 bytes. */
+    {"HT QUANT_FWD max_token_bytes=7176", BASE_HT, GROUP(max_token_bytes), 7176,
+     "non-zero multiple"},
     /* The upper bounds (NCCLX_EP_MAX_TOKEN_BYTES, NCCLX_EP_MAX_SCALE_BYTES) come before the
      * multiple-of-16 rule: one past the bound is named as past it, and so is the next multiple
      * of 16, so that a bound moved by one fails a row. */
@@ -125,11 +137,20 @@ static const field_case_t cases[] = {
      "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
     {"LL max_scale_bytes without QUANT_FWD", BASE_LL, GROUP(max_scale_bytes), 224,
      "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
+    /* Any non-zero value, the smallest too. */
+    {"LL max_token_bytes=1 without QUANT_FWD", BASE_LL, GROUP(max_token_bytes), 1,
+     "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
+    {"LL max_scale_bytes=1 without QUANT_FWD", BASE_LL, GROUP(max_scale_bytes), 1,
+     "only meaningful with NCCLX_EP_RECIPE_QUANT_FWD"},
     {"LL max_dispatch_tokens_per_rank=0", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 0,
      "outside [1, 1024] for LL"},
     {"LL max_dispatch_tokens_per_rank=1025", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 1025,
      "outside [1, 1024] for LL"},
     {"LL max_dispatch_tokens_per_rank=1024 ok", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 1024,
+     VALID},
+    {"LL max_dispatch_tokens_per_rank=1 ok", BASE_LL, GROUP(max_dispatch_tokens_per_rank), 1,
+     VALID},
+    {"HT max_dispatch_tokens_per_rank=1 ok", BASE_HT, GROUP(max_dispatch_tokens_per_rank), 1,
      VALID},
     {"HT max_dispatch_tokens_per_rank=0", BASE_HT, GROUP(max_dispatch_tokens_per_rank), 0,
      "outside [1, 1048576] for HT"},
@@ -160,6 +181,8 @@ static const field_case_t cases[] = {
     {"HT expert_alignment=1024 ok", BASE_HT, GROUP(expert_alignment), 1024, VALID},
     {"LL sm_budget=1025", BASE_LL, GROUP(sm_budget), 1025, "outside [0, 1024]"},
     {"HT sm_budget=132 ok", BASE_HT, GROUP(sm_budget), 132, VALID},
+    {"LL sm_budget=1024 ok", BASE_LL, GROUP(sm_budget), 1024, VALID},
+    {"HT sm_budget=1025", BASE_HT, GROUP(sm_budget), 1025, "outside [0, 1024]"},
     {"LL num_handles=0", BASE_LL, GROUP(num_handles), 0, "outside [1, 4096]"},
     {"HT num_handles=4097", BASE_HT, GROUP(num_handles), 4097, "outside [1, 4096]"},
     {"HT num_handles=4096 ok", BASE_HT, GROUP(num_handles), 4096, VALID},
@@ -173,6 +196,8 @@ static const field_case_t cases[] = {
     {"team lsa_size=4 ok", BASE_LL, TEAM(lsa_size), 4, VALID},
     {"plan num_ep_groups=65", BASE_LL, PLAN(num_ep_groups), NCCLX_MAX_EP_GROUPS + 1, "exceeds 64"},
     {"plan host_block_bytes without block", BASE_HT, PLAN(host_block_bytes), 4096,
+     "plan.host_block is NULL"},
+    {"plan host_block_bytes=1 without block", BASE_LL, PLAN(host_block_bytes), 1,
      "plan.host_block is NULL"},
     /* M2N: staging of at least 16384 bytes per rank of the team (8 here). */
     {"plan m2n_staging_bytes=1", BASE_LL, PLAN(m2n_staging_bytes), 1,
@@ -291,6 +316,21 @@ static void test_field_case(void **state)
     snprintf(needle, sizeof(needle), "%s%s=", prefix[c->target], c->field);
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, needle);
     assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, c->reason);
+    /* The message quotes the value that was written, whole (the bit sets in hex): a message
+     * that printed a neighbouring field's value would send the reader to the wrong place. */
+    {
+        const int hex = strcmp(c->field, "token_dtypes") == 0 || strcmp(c->field, "layouts") == 0 ||
+                        strcmp(c->field, "recipes") == 0;
+        const uint64_t written = c->width == sizeof(uint32_t) ? (uint32_t)c->value : c->value;
+        const char *at;
+        snprintf(needle, sizeof(needle), hex ? "%s%s=0x%" PRIx64 : "%s%s=%" PRIu64,
+                 prefix[c->target], c->field, written);
+        assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument, needle);
+        at = strstr(ncclxGetLastError(), needle) + strlen(needle);
+        if (isxdigit((unsigned char)*at)) {
+            fail_msg("'%s' quotes another value than %s", ncclxGetLastError(), needle);
+        }
+    }
 }
 
 /* LL zero copy: accepted on an LL group without a mask inside one load/store domain, with rows
@@ -769,6 +809,79 @@ static void test_recv_rows_limit(void **state)
     assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
 }
 
+/* The edges the table cannot reach with its 8-rank team: the largest team (no group: 256
+ * experts would not divide it), one expert on the 1-rank NULL team, experts that divide the
+ * load/store domain but not the team, a team whose rank count is not a power of two around
+ * power-of-two domains, and one group given without its array. */
+static void test_team_and_expert_edges(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 0, BASE_LL, BASE_LL);
+    f.team.num_ranks = NCCLX_MAX_RANKS;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.team.num_ranks = NCCLX_MAX_RANKS + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "team.num_ranks=65537 is outside [1, 65536]");
+    /* One expert, top-1, on one rank: the lower bounds of both. */
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].num_experts = 1;
+    f.groups[0].max_topk = 1;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.groups[0].num_experts = 1;
+    f.groups[0].max_topk = 1;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, NULL));
+    /* Experts are split over every rank of the team, not over one domain's: 260 experts divide
+     * by 4 (lsa_size), not by 8. */
+    make_fixture(&f, 1, BASE_HT, BASE_HT);
+    f.team.num_nodes = 2;
+    f.team.lsa_size = 4;
+    f.groups[0].num_experts = 264;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].num_experts = 260;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]->num_experts=260 is not divisible by team.num_ranks=8");
+    /* HT across domains needs power-of-two domains, not a power-of-two team: 12 ranks in 3
+     * domains of 4 are valid. */
+    f.groups[0].num_experts = 96;
+    f.team.num_ranks = 12;
+    f.team.num_nodes = 3;
+    f.team.lsa_size = 4;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    /* One group, no array: refused like two. */
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.plan.ep_groups = NULL;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.num_ep_groups=1 but plan.ep_groups is NULL");
+}
+
+/* An LL group spans at most NCCLX_EP_MAX_LL_RANKS ranks of the team, counted over the whole
+ * team (not one load/store domain of it): 1024 is valid, 1025 refused, and so are 2048 ranks in
+ * domains of 1024. */
+static void test_ll_rank_limit(void **state)
+{
+    fixture_t f;
+    (void)state;
+    make_fixture(&f, 1, BASE_LL, BASE_LL);
+    f.groups[0].num_experts = NCCLX_EP_MAX_LL_RANKS;
+    f.team.num_ranks = f.team.lsa_size = NCCLX_EP_MAX_LL_RANKS;
+    assert_ncclx_ok(ncclxPlanValidate(&f.plan, &f.team));
+    f.groups[0].num_experts = 2 * (NCCLX_EP_MAX_LL_RANKS + 1);
+    f.team.num_ranks = f.team.lsa_size = NCCLX_EP_MAX_LL_RANKS + 1;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "plan.ep_groups[0]: an LL group spans at most 1024 ranks (one load/store "
+                       "domain); the team has 1025");
+    f.groups[0].num_experts = 2 * NCCLX_EP_MAX_LL_RANKS;
+    f.groups[0].enable_mask = 0;
+    f.team.num_ranks = 2 * NCCLX_EP_MAX_LL_RANKS;
+    f.team.num_nodes = 2;
+    f.team.lsa_size = NCCLX_EP_MAX_LL_RANKS;
+    assert_ncclx_error(ncclxPlanValidate(&f.plan, &f.team), ncclxInvalidArgument,
+                       "an LL group spans at most 1024 ranks (one load/store domain); the team "
+                       "has 2048");
+}
+
 /* A rejected plan must leave the caller's output struct exactly as it was. */
 static void test_sizes_untouched_on_error(void **state)
 {
@@ -811,12 +924,20 @@ static void test_sizes_untouched_on_error(void **state)
 int main(void)
 {
     const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_quant_fwd_bounds_ll), cmocka_unit_test(test_valid_plans),
-        cmocka_unit_test(test_zero_copy_plans),     cmocka_unit_test(test_ht_across_domains_rules),
-        cmocka_unit_test(test_m2n_plan_rules),      cmocka_unit_test(test_mxfp8_plan_rules),
-        cmocka_unit_test(test_second_group_named),  cmocka_unit_test(test_null_pointers),
-        cmocka_unit_test(test_host_block),          cmocka_unit_test(test_topk_above_experts),
-        cmocka_unit_test(test_recv_rows_limit),     cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_quant_fwd_bounds_ll),
+        cmocka_unit_test(test_valid_plans),
+        cmocka_unit_test(test_zero_copy_plans),
+        cmocka_unit_test(test_ht_across_domains_rules),
+        cmocka_unit_test(test_m2n_plan_rules),
+        cmocka_unit_test(test_mxfp8_plan_rules),
+        cmocka_unit_test(test_second_group_named),
+        cmocka_unit_test(test_null_pointers),
+        cmocka_unit_test(test_host_block),
+        cmocka_unit_test(test_topk_above_experts),
+        cmocka_unit_test(test_recv_rows_limit),
+        cmocka_unit_test(test_sizes_untouched_on_error),
+        cmocka_unit_test(test_team_and_expert_edges),
+        cmocka_unit_test(test_ll_rank_limit),
     };
     size_t num_fixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(num_fixed + NUM_CASES, sizeof(*tests));
