@@ -124,4 +124,18 @@ static inline ncclxEpCombineArgs_t valid_combine(const fixture_t *f, uint32_t pa
     return a;
 }
 
+/* A plan whose dispatch rows (QUANT_FWD rows of up to 1024 bytes plus 16 of scales: 1040) are
+ * larger than its combine rows (FP32: 1024), so that each buffer's extent is told apart; the
+ * group's dispatch rows at PTR(30), its combine rows at PTR(40). */
+static inline void make_buffers_fixture(fixture_t *f)
+{
+    make_fixture(f, FLAT);
+    f->group.plan.max_token_bytes = 4 * H;
+    replan(f);
+    assert_int_equal(f->group.dims.payload_bytes, 4 * H + 16);
+    assert_int_equal(f->group.dims.combine_slot_bytes, 4 * H);
+    f->group.ht_dispatch_rows = PTR(30);
+    f->group.ht_combine_rows = PTR(40);
+}
+
 #endif /* NCCLX_TEST_EP_HT_ARGS_FIXTURE_H_ */

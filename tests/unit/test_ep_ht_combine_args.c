@@ -416,20 +416,6 @@ static void test_mxfp8_refuses_zero_copy(void **state)
                        "MXFP8 combine overwrites");
 }
 
-/* The dispatch rows (1040 bytes: QUANT_FWD rows of up to 1024 bytes plus 16 of scales) larger
- * than the combine rows (FP32: 1024), so that each buffer's extent is told apart; the group's
- * dispatch rows at PTR(30), its combine rows at PTR(40). */
-static void make_buffers_fixture(fixture_t *f)
-{
-    make_fixture(f, FLAT);
-    f->group.plan.max_token_bytes = 4 * H;
-    replan(f);
-    assert_int_equal(f->group.dims.payload_bytes, 4 * H + 16);
-    assert_int_equal(f->group.dims.combine_slot_bytes, 4 * H);
-    f->group.ht_dispatch_rows = PTR(30);
-    f->group.ht_combine_rows = PTR(40);
-}
-
 /* Peers read both of the group's buffers during a combine: out may start nowhere in either (up
  * to its last 16 bytes), and anywhere after. */
 static void test_out_in_group_buffers(void **state)
